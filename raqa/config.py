@@ -1,0 +1,167 @@
+"""Configuration: frozen dataclasses, and the one place that reads environment variables.
+
+`AppConfig` says *what* to load (corpus, model, adapter, cache). `RunSettings` says *how* to
+read for one question (strategy, order, window, K...). Validation lives here so the UI, the CLI
+and the API share one set of limits and one set of messages.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Literal, get_args
+
+Strategy = Literal["iterative", "topk"]
+Order = Literal["forward", "backward"]
+
+WINDOW_RANGE = (1, 20)
+K_RANGE = (5, 100)
+MAX_QUESTION_CHARS = 1000
+
+
+def default_cache_dir() -> Path:
+    return Path(os.environ.get("RAQA_CACHE") or Path.home() / ".cache" / "raqa")
+
+
+@dataclass(frozen=True)
+class AppConfig:
+    corpus: str | None = (
+        None  # JSONL or KILT file; None = the embedded Wikipedia lead sections
+    )
+    model: str | None = (
+        None  # HF model id, local folder or .gguf file; None = embedded SmolLM2-135M
+    )
+    adapter: str | None = (
+        None  # optional peft adapter folder applied on top of the model
+    )
+    cache_dir: Path = (
+        Path.home() / ".cache" / "raqa"
+    )  # BM25 index and dequantised model live here
+
+    @classmethod
+    def from_env(cls, **overrides: object) -> AppConfig:
+        """Read RAQA_CORPUS, RAQA_MODEL, RAQA_ADAPTER, RAQA_CACHE; explicit overrides win when not None."""
+        env = {
+            "corpus": os.environ.get("RAQA_CORPUS") or None,
+            "model": os.environ.get("RAQA_MODEL") or None,
+            "adapter": os.environ.get("RAQA_ADAPTER") or None,
+            "cache_dir": default_cache_dir(),
+        }
+        env.update({k: v for k, v in overrides.items() if v is not None})
+        env["cache_dir"] = Path(env["cache_dir"])
+        return cls(**env)
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    strategy: Strategy = "iterative"  # iterative windows, or all K pages in one prompt
+    order: Order = (
+        "forward"  # forward = highest BM25 score first; backward = lowest first
+    )
+    window: int = 3  # pages per window (w)
+    k: int = 15  # pages retrieved (K)
+    grounded_only: bool = (
+        False  # an answer whose evidence is not in the page counts as a decline
+    )
+    rationale: bool = (
+        False  # ask for a one-line reason on declined windows (costs tokens)
+    )
+    page_tokens: int = 320  # each page is cut to this many model tokens in the prompt
+    answer_tokens: int = 32  # generation budget after "ANSWER:"
+    reason_tokens: int = (
+        24  # generation budget after "NOT FOUND" when a rationale is asked for
+    )
+    answer_threshold: float = (
+        0.5  # answer when P(ANSWER) / (P(ANSWER) + P(NOT)) reaches this
+    )
+    shots: int = 2  # worked examples before the window (prompts.DEMONSTRATIONS)
+
+    def replace(self, **changes: object) -> RunSettings:
+        return replace(self, **changes)
+
+
+class SettingsError(ValueError):
+    """A setting is out of range or of the wrong type; the message says what is allowed."""
+
+
+def _as_int(name: str, value: object, lo: int, hi: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise SettingsError(
+            f"{name} must be a whole number from {lo} to {hi}, got {value!r}."
+        )
+    try:
+        number = float(value)
+    except ValueError:
+        raise SettingsError(
+            f"{name} must be a whole number from {lo} to {hi}, got {value!r}."
+        ) from None
+    if not math.isfinite(number) or number != int(number) or not lo <= number <= hi:
+        raise SettingsError(
+            f"{name} must be a whole number from {lo} to {hi}, got {value!r}."
+        )
+    return int(number)
+
+
+def _as_choice(name: str, value: object, choices: tuple[str, ...]) -> str:
+    if value not in choices:
+        raise SettingsError(
+            f"Invalid {name}: {value!r}. Choose from: {', '.join(choices)}."
+        )
+    return str(value)
+
+
+def _as_bool(name: str, value: object) -> bool:
+    if isinstance(value, bool):
+        return value
+    raise SettingsError(f"{name} must be true or false, got {value!r}.")
+
+
+def validate_settings(
+    strategy: object = "iterative",
+    order: object = "forward",
+    window: object = 3,
+    k: object = 15,
+    grounded_only: object = False,
+    rationale: object = False,
+) -> RunSettings:
+    """Turn raw values from a form, an API call or the command line into RunSettings, or raise SettingsError.
+
+    Example:
+        >>> validate_settings("iterative", "backward", 2, 10).window
+        2
+    """
+    return RunSettings(
+        strategy=_as_choice("strategy", strategy, get_args(Strategy)),
+        order=_as_choice("order", order, get_args(Order)),
+        window=_as_int("window size", window, *WINDOW_RANGE),
+        k=_as_int("K", k, *K_RANGE),
+        grounded_only=_as_bool("grounded_only", grounded_only),
+        rationale=_as_bool("rationale", rationale),
+    )
+
+
+def clean_question(question: object) -> str:
+    """Validate a question: a non-empty string of at most MAX_QUESTION_CHARS printable characters.
+
+    Control characters (other than spaces) are removed and runs of white space folded, because
+    they only confuse the tokenizer; anything else (any script, emoji) is kept.
+    """
+    if not isinstance(question, str):
+        raise SettingsError(
+            f"The question must be text, got {type(question).__name__}."
+        )
+    if len(question) > MAX_QUESTION_CHARS * 20:
+        raise SettingsError(
+            f"The question is {len(question):,} characters long; the limit is {MAX_QUESTION_CHARS:,}."
+        )
+    printable = "".join(ch if ch.isprintable() else " " for ch in question)
+    folded = " ".join(printable.split())
+    if not folded:
+        raise SettingsError("Please type a question: it is empty.")
+    if len(folded) > MAX_QUESTION_CHARS:
+        raise SettingsError(
+            f"The question is {len(folded):,} characters long; the limit is {MAX_QUESTION_CHARS:,}."
+        )
+    return folded

