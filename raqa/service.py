@@ -47,9 +47,7 @@ class Service:
         timings["index_s"] = time.perf_counter() - start
         start = time.perf_counter()
         if backend is None:
-            backend = TransformersBackend.load(
-                config.model, config.adapter, config.cache_dir, progress
-            )
+            backend = TransformersBackend.load(config.model, config.adapter, config.cache_dir, progress)
         timings["model_s"] = time.perf_counter() - start
         progress(f"Ready: {len(pages):,} pages, model {backend.name}")
         return cls(config, pages, index, backend, corpus_name(config.corpus), timings)

@@ -62,7 +62,5 @@ def word_batch(texts: Sequence[str]) -> list[list[str]]:
 def get_tokenizer(name: TokenizerName) -> Callable[[Sequence[str]], list[list[str]]]:
     tokenizers = {"wordpiece": wordpiece_batch, "word": word_batch}
     if name not in tokenizers:
-        raise ValueError(
-            f"Invalid tokenizer: {name}. Choose from: {', '.join(tokenizers)}."
-        )
+        raise ValueError(f"Invalid tokenizer: {name}. Choose from: {', '.join(tokenizers)}.")
     return tokenizers[name]
