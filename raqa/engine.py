@@ -108,7 +108,7 @@ def read_window(
             text += piece
             yield ReplyDelta(number, piece)
     reply = parse_reply(text)
-    check = grounding.check(reply, hits) if reply.kind == "answer" else None
+    check = grounding.check(reply, hits, question) if reply.kind == "answer" else None
     verdict = _verdict(reply.kind, bool(check and check.supported))
     seconds = time.perf_counter() - start
     yield WindowVerdict(

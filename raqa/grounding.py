@@ -5,7 +5,9 @@ sentence (or copied quote) of that page. Matching is tolerant, because a small m
 answer's content words are compared after normalisation, and a copied quote is located exactly or,
 failing that, fuzzily. If the cited sentence does not hold the answer but another sentence of the
 same page does, the evidence is moved there and the note says so: the page claim still holds.
-Anything else is *unsupported*: the model claims evidence that is not there.
+The evidence sentence must also be *about the question*: it (or its page title) shares at least one
+content word with the question. Without this, a model that copies any name from an unrelated page
+would pass as grounded. Anything else is *unsupported*: the model claims evidence that is not there.
 """
 
 from __future__ import annotations
@@ -20,6 +22,12 @@ from raqa.text import normalize_answer, split_sentences
 
 MIN_QUOTE_SIMILARITY = 0.8
 MIN_ANSWER_OVERLAP = 0.6
+# Question words that say nothing about the topic; everything else counts as a content word.
+STOPWORDS = frozenset(
+    "a an the of in on at to for from by with and or is are was were be been being do does did what which who whom "
+    "whose when where why how that this these those it its as into than then there their they he she his her him "
+    "name named called year years many much first one two".split()
+)
 
 
 @dataclass(frozen=True)
@@ -51,6 +59,22 @@ def answer_in_text(answer: str, text: str) -> bool:
     return len(words) > 1 and sum(w in present for w in words) / len(words) >= MIN_ANSWER_OVERLAP
 
 
+def content_words(text: str) -> set[str]:
+    return {w for w in normalize_answer(text).split() if w not in STOPWORDS and len(w) > 1}
+
+
+def about_question(question: str, title: str, sentence: str) -> bool:
+    """Whether the sentence, read with its page title, shares a content word with the question.
+
+    Example:
+        >>> about_question("Who painted the Mona Lisa?", "Mona Lisa", "It was painted by Leonardo.")
+        True
+        >>> about_question("Who won the 2019 baguette prize?", "Grapes of Wrath", "It is a novel by Steinbeck.")
+        False
+    """
+    return bool(content_words(question) & content_words(f"{title} {sentence}"))
+
+
 def locate_quote(quote: str, sentences: Sequence[str]) -> int | None:
     """Index of the sentence holding the quote: exactly if possible, else the most similar above 0.8."""
     target = normalize_answer(quote)
@@ -70,8 +94,8 @@ def locate_quote(quote: str, sentences: Sequence[str]) -> int | None:
     return best
 
 
-def check(reply: ParsedReply, window: Sequence[Hit]) -> Grounding:
-    """Check an answer reply against the pages of its window."""
+def check(reply: ParsedReply, window: Sequence[Hit], question: str) -> Grounding:
+    """Check an answer reply against the pages of its window and the question it answers."""
     if reply.kind != "answer" or reply.answer is None:
         return Grounding(False, "No answer to check.")
     pages = {hit.page.id: hit.page for hit in window}

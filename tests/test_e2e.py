@@ -1,0 +1,195 @@
+"""Browser tests: headless Debian chromium, driven by playwright, clicking what a person clicks.
+
+The fast tests serve the real page around a small corpus the test writes (hostile pages included)
+and a scripted model, so they are deterministic; one slow test starts `python app.py` on the
+embedded corpus and the real model, as a newcomer would.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from raqa.config import AppConfig
+from raqa.corpus import Page
+from raqa.index import BM25Index
+from raqa.llm import ScriptedBackend
+from raqa.service import Service
+
+pytestmark = pytest.mark.e2e
+playwright_api = pytest.importorskip("playwright.sync_api")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+ROOT = Path(__file__).resolve().parent.parent
+XSS_TITLE = '<script>window.__raqa_xss = "title"</script>Zebra facts'
+XSS_TEXT = 'Zebras live in Africa. <img src=x onerror="window.__raqa_xss = \'page\'"> Zebras have stripes.'
+XSS_QUESTION = 'Where do zebras live? <img src=x onerror="window.__raqa_xss = \'question\'">'
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _fruit_pages() -> list[Page]:
+    # "apple" occurs a different number of times in each page, so BM25 gives them distinct ranks
+    pages = [Page(f"f{n}", f"Orchard note {n}", " ".join(["apple orchard harvest."] * n) + " Other words here.") for n in range(1, 11)]
+    return pages + [Page("xss", XSS_TITLE, XSS_TEXT)]
+
+
+def _script(messages) -> str:
+    time.sleep(0.4)  # slow enough that a viewer (and this test) sees windows arrive one by one
+    user = messages[-1]["content"]
+    if "zebras live" in user.lower():
+        return 'ANSWER: Africa <script>window.__raqa_xss = "reply"</script>\nPAGE: xss\nSENTENCE: 1'
+    return "NOT FOUND"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    from raqa.ui import build_demo
+
+    pages = _fruit_pages()
+    service = Service(
+        AppConfig(cache_dir=tmp_path_factory.mktemp("cache")),
+        pages,
+        BM25Index.build(pages),
+        ScriptedBackend(_script),
+        "test corpus",
+        {},
+    )
+    port = _free_port()
+    demo = build_demo(service)
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, css=(ROOT / "assets" / "style.css").read_text())
+    yield f"http://127.0.0.1:{port}"
+    demo.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        pytest.fail("Debian chromium is not installed: apt-get install -y chromium")
+    with playwright_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser, server):
+    context = browser.new_context(viewport={"width": 1300, "height": 1600})
+    tab = context.new_page()
+    dialogs: list[str] = []
+    tab.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
+    tab.dialogs = dialogs
+    tab.goto(server, wait_until="networkidle")
+    yield tab
+    context.close()
+
+
+def _ask(tab, question: str, order: str = "forward") -> None:
+    tab.locator("#raqa-question textarea").fill(question)
+    tab.locator("#raqa-order label", has_text=order).click()
+    tab.locator("#raqa-run").click()
+
+
+def _first_window_ranks(tab) -> list[str]:
+    first = tab.locator('.raqa-window[data-window="1"] .raqa-rank')
+    return first.all_inner_texts()
+
+
+def test_windows_stream_in_then_the_run_ends_not_found(page):
+    _ask(page, "apple orchard harvest")
+    seen = []
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        seen.append(page.locator(".raqa-window").count())
+        if page.locator(".raqa-final-text").count():
+            break
+        time.sleep(0.1)
+    assert page.locator(".raqa-final-text").inner_text() == "Answer not found"
+    distinct = sorted(set(seen) - {0})
+    assert len(distinct) >= 3, f"windows should appear one by one, saw counts {distinct}"
+    assert page.locator(".raqa-window").count() == 4  # 10 pages match; w=3 -> 4 windows
+    assert page.locator(".raqa-window .raqa-not-found").count() == 4
+
+
+def test_backward_order_reads_lowest_ranked_pages_first(page):
+    _ask(page, "apple orchard harvest", "forward")
+    page.wait_for_selector(".raqa-final-text", timeout=30000)
+    forward = _first_window_ranks(page)
+    _ask(page, "apple orchard harvest", "backward")
+    page.wait_for_function("() => document.querySelector('.raqa-final-text') === null", timeout=10000)
+    page.wait_for_selector(".raqa-final-text", timeout=30000)
+    backward = _first_window_ranks(page)
+    assert forward == ["#1", "#2", "#3"]
+    assert backward == ["#8", "#9", "#10"]  # 10 pages match; backward starts with the lowest three
+
+
+def test_hostile_page_question_and_reply_are_shown_as_text(page):
+    _ask(page, XSS_QUESTION)
+    page.wait_for_selector(".raqa-final-text", timeout=30000)
+    # the reply's markup and the page's markup appear literally, and nothing ran
+    assert "<script>" in page.locator(".raqa-reply").first.inner_text()
+    assert "<img src=x onerror=" in page.locator('.raqa-page[data-page-id="xss"]').first.text_content()
+    assert "<script>" in page.locator('.raqa-page[data-page-id="xss"] summary').first.inner_text()
+    assert page.evaluate("() => window.__raqa_xss === undefined")
+    assert page.dialogs == []
+    assert page.locator("#raqa-windows img").count() == 0
+    assert page.locator("#raqa-windows script").count() == 0
+
+
+def test_bad_input_gets_a_message_and_the_page_keeps_working(page):
+    _ask(page, "   ")
+    page.wait_for_selector(".raqa-failed", timeout=10000)
+    assert "empty" in page.locator(".raqa-failed").inner_text()
+    _ask(page, "apple orchard harvest")
+    page.wait_for_selector(".raqa-final-text", timeout=30000)
+
+
+@pytest.mark.slow
+def test_the_default_app_answers_on_the_real_model(browser, tmp_path):
+    """`python app.py` on the embedded corpus and model: a question streams windows to an answer."""
+    port = _free_port()
+    env = dict(os.environ, PORT=str(port), GRADIO_SERVER_NAME="127.0.0.1", GRADIO_ANALYTICS_ENABLED="False")
+    env.setdefault("RAQA_CACHE", str(tmp_path / "cache"))
+    log = (tmp_path / "app.log").open("w")
+    app = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.time() + 240
+        while time.time() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert app.poll() is None, (tmp_path / "app.log").read_text()
+                time.sleep(1)
+        tab = browser.new_page(viewport={"width": 1300, "height": 1800})
+        tab.goto(f"http://127.0.0.1:{port}", wait_until="networkidle")
+        _ask(tab, "Who developed the theory of relativity?")
+        tab.wait_for_selector(".raqa-window", timeout=60000)
+        tab.wait_for_selector(".raqa-final-text", timeout=180000)
+        assert tab.locator(".raqa-window .raqa-badge").count() >= 1
+        assert tab.locator(".raqa-final-text").inner_text().strip()
+        artifacts = os.environ.get("RAQA_SCREENSHOTS")
+        if artifacts:
+            tab.screenshot(path=str(Path(artifacts) / "default-app.png"), full_page=True)
+    finally:
+        app.terminate()
+        app.wait(timeout=30)
