@@ -18,6 +18,7 @@ covered here.
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 import shutil
 import tempfile
@@ -203,6 +204,7 @@ class TransformersBackend(Backend):
             if i is not None
         }
         self._lock = threading.Lock()
+        self._prefix: tuple[list[int], object] | None = None  # (token ids, KV cache) of the last shared prefix
 
     @classmethod
     def load(
@@ -260,6 +262,23 @@ class TransformersBackend(Backend):
         out = self.model(input_ids=self.torch.tensor([ids]), cache=cache, use_cache=True)
         return out.logits[0, -1], out.cache
 
+    def _prefill(self, messages: Messages, prompt: list[int]):
+        """Run the prompt through the model, reusing the KV cache of the messages before the last one.
+
+        The system prompt and worked examples are the same for every window of every run, so they are
+        computed once; each window then pays only for its own pages and question.
+        """
+        head = list(messages[:-1])
+        prefix_ids = self.tokenizer.apply_chat_template(head, tokenize=True) if head else []
+        prefix_ids = list(prefix_ids["input_ids"] if hasattr(prefix_ids, "keys") else prefix_ids)
+        if not prefix_ids or prompt[: len(prefix_ids)] != prefix_ids or len(prefix_ids) >= len(prompt):
+            return self._forward(prompt, None)
+        if self._prefix is None or self._prefix[0] != prefix_ids:
+            _, prefix_cache = self._forward(prefix_ids, None)
+            self._prefix = (prefix_ids, prefix_cache)
+        # subtle: feeding more tokens extends a cache in place, so each request works on a copy
+        return self._forward(prompt[len(prefix_ids) :], copy.deepcopy(self._prefix[1]))
+
     def _ids(self, text: str) -> list[int]:
         return self.tokenizer(text, add_special_tokens=False)["input_ids"]
 
@@ -268,7 +287,7 @@ class TransformersBackend(Backend):
         room = self.context_tokens - len(prompt) - 1
         if room <= 0:
             raise ValueError(f"The prompt has {len(prompt)} tokens; the model reads at most {self.context_tokens}.")
-        logits, cache = self._forward(prompt, None)
+        logits, cache = self._prefill(messages, prompt)
         completion = 0
         if plan:
             # the verdict is read from the probability of each first word's first token

@@ -1,0 +1,56 @@
+"""plots.py: figures carry the data they claim to, and a failing figure becomes a message."""
+
+from raqa.config import RunSettings
+from raqa.corpus import Page
+from raqa.engine import run
+from raqa.events import Final, Retrieved, WindowVerdict
+from raqa.index import BM25Index
+from raqa.llm import ScriptedBackend
+from raqa.plots import safe, score_by_rank, token_meter
+
+
+def _events(order="forward"):
+    pages = [Page(str(i), f"Page {i}", " ".join(["apple"] * i) + " filler text.") for i in range(1, 8)]
+    events = list(
+        run(
+            "apple",
+            BM25Index.build(pages),
+            ScriptedBackend(["NOT FOUND"] * 10),
+            RunSettings(window=3, k=7, order=order),
+        )
+    )
+    hits = next(e for e in events if isinstance(e, Retrieved)).hits
+    return hits, [e for e in events if isinstance(e, WindowVerdict)], next(e for e in events if isinstance(e, Final))
+
+
+def test_score_by_rank_colours_every_read_page_by_its_verdict():
+    hits, verdicts, _ = _events()
+    figure = score_by_rank(hits, verdicts)
+    bars = {trace.name: list(trace.x) for trace in figure.data}
+    assert bars == {"not found": [1, 2, 3, 4, 5, 6, 7]}
+    # boundaries between windows 1|2 and 2|3 only, not at the ends
+    assert sorted(shape.x0 for shape in figure.layout.shapes) == [3.5, 6.5]
+    assert [a.text for a in figure.layout.annotations] == ["w1", "w2", "w3"]
+
+
+def test_unread_pages_are_grey():
+    hits, verdicts, _ = _events()
+    figure = score_by_rank(hits, verdicts[:1])
+    bars = {trace.name: list(trace.x) for trace in figure.data}
+    assert bars == {"not found": [1, 2, 3], "unread": [4, 5, 6, 7]}
+
+
+def test_token_meter_compares_the_run_with_top_k():
+    _, _, final = _events()
+    figure = token_meter(final.prompt_tokens, final.completion_tokens, final.topk_prompt_tokens, 7)
+    values = {trace.name: trace.x[0] for trace in figure.data}
+    assert values == {
+        "prompt": final.prompt_tokens,
+        "completion": final.completion_tokens,
+        "Top-K prompt": final.topk_prompt_tokens,
+    }
+
+
+def test_safe_turns_an_error_into_a_message_figure():
+    figure = safe(score_by_rank, None, None)
+    assert "could not be drawn" in figure.layout.annotations[0].text

@@ -1,0 +1,94 @@
+"""render.py: what the page shows for each event, and that no text from outside reaches it unescaped."""
+
+from html import escape
+
+import pytest
+
+from raqa.config import RunSettings
+from raqa.corpus import Page
+from raqa.engine import run
+from raqa.index import BM25Index, Hit
+from raqa.llm import ScriptedBackend
+from raqa.render import RunView, highlighted_page_text, page_details
+
+HOSTILE = [
+    "<script>alert(1)</script>",
+    '<img src=x onerror="alert(1)">',
+    '<a href="javascript:alert(1)">x</a>',
+    "![x](javascript:alert(1))",
+    '" onmouseover="alert(1)',
+]
+
+
+def _pages(payload: str) -> list[Page]:
+    return [
+        Page("p1", f"Zebra {payload}", f"Zebras live in Africa. {payload} They have stripes."),
+        Page("p2", "Lion", "Lions live in Africa too. They hunt zebras."),
+    ]
+
+
+def _view(pages, replies, question="Where do zebras live?", **settings) -> RunView:
+    view = RunView()
+    for event in run(question, BM25Index.build(pages), ScriptedBackend(replies), RunSettings(**settings)):
+        view.update(event)
+    return view
+
+
+def _all_html(view: RunView) -> str:
+    return view.answer_html() + view.windows_html() + view.pages_html()
+
+
+@pytest.mark.parametrize("payload", HOSTILE)
+def test_hostile_page_question_and_reply_are_escaped(payload):
+    reply = f"ANSWER: Africa {payload}\nPAGE: p1\nSENTENCE: 1"
+    view = _view(_pages(payload), [reply], question=f"Where do zebras live? {payload}", window=2, k=5)
+    html = _all_html(view)
+    assert "<script" not in html and "<img" not in html and "<a href" not in html
+    assert 'onmouseover="' not in html
+    assert escape(payload, quote=True) in html  # shown as text, character for character
+
+
+def test_answer_card_shows_answer_page_and_highlighted_sentence():
+    view = _view(_pages("Also."), ["ANSWER: Africa\nPAGE: p1\nSENTENCE: 1"], window=2, k=5)
+    assert view.final.verdict == "answered"
+    answer = view.answer_html()
+    assert "Africa" in answer and "from page p1" in answer and "raqa-answered" in answer
+    assert '<mark class="raqa-evidence">Zebras live in Africa.</mark>' in view.windows_html()
+
+
+def test_unsupported_answer_is_flagged_as_invented():
+    view = _view(_pages("x"), ["ANSWER: Europe\nPAGE: p1\nSENTENCE: 1"], window=2, k=5)
+    assert "raqa-unsupported" in view.answer_html()
+    assert "treat it as invented" in view.answer_html()
+
+
+def test_not_found_and_unparseable_windows():
+    view = _view(_pages("x"), ["I cannot say", "NOT FOUND\nREASON: nothing here"], window=1, k=5)
+    html = view.windows_html()
+    assert "raqa-unparseable" in html and "did not follow the format" in html
+    assert "raqa-not-found" in html and "Reason: nothing here" in html
+    assert "Answer not found" in view.answer_html()
+    # the newest window is drawn first
+    assert html.index('data-window="2"') < html.index('data-window="1"')
+
+
+def test_failure_is_shown_escaped():
+    view = RunView()
+    from raqa.events import RunFailed
+
+    view.update(RunFailed("<b>boom</b>"))
+    assert "&lt;b&gt;boom&lt;/b&gt;" in view.answer_html()
+
+
+def test_highlight_marks_only_the_cited_sentence():
+    html = highlighted_page_text("One <b>. Two is here. Three.", 2)
+    assert html.count("<mark") == 1
+    assert "&lt;b&gt;" in html
+    assert '<mark class="raqa-evidence">Two is here.</mark>' in html
+
+
+def test_page_details_lists_rank_score_title_id_and_full_text():
+    page = Page("42", "Title & more", "A long text. " * 50)
+    html = page_details(Hit(3, 7.25, page))
+    assert "#3" in html and "7.25" in html and "Title &amp; more" in html and "id 42" in html
+    assert html.count("A long text.") == 50

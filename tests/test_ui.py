@@ -1,0 +1,57 @@
+"""ui.ask: the generator behind the Run button, without a browser (the browser tests drive the page)."""
+
+import pytest
+
+from raqa.config import AppConfig
+from raqa.corpus import Page
+from raqa.index import BM25Index
+from raqa.llm import ScriptedBackend
+from raqa.service import Service
+from raqa.ui import ask
+
+
+@pytest.fixture
+def service(tmp_path):
+    pages = [Page(str(i), f"Apple note {i}", " ".join(["apple"] * i) + " Pie.") for i in range(1, 7)]
+    return Service(
+        AppConfig(cache_dir=tmp_path), pages, BM25Index.build(pages), ScriptedBackend(lambda m: "NOT FOUND"), "t", {}
+    )
+
+
+@pytest.mark.parametrize(
+    ("question", "strategy", "order", "window", "k", "message"),
+    [
+        ("", "Iterative", "forward", 3, 10, "empty"),
+        ("x" * 100_000, "Iterative", "forward", 3, 10, "100,000 characters"),
+        ("apple", "Sideways", "forward", 3, 10, "Invalid strategy"),
+        ("apple", "Iterative", "upward", 3, 10, "Invalid order"),
+        ("apple", "Iterative", "forward", 0, 10, "window size must be a whole number from 1 to 20"),
+        ("apple", "Iterative", "forward", 3, 1000, "K must be a whole number from 5 to 100"),
+        ("apple", "Iterative", "forward", "three", 10, "window size"),
+        (None, "Iterative", "forward", 3, 10, "must be text"),
+    ],
+)
+def test_bad_input_yields_one_message_and_nothing_else(service, question, strategy, order, window, k, message):
+    outputs = list(ask(service, question, strategy, order, window, k, False, False))
+    assert len(outputs) == 1
+    assert message in outputs[0][0] and "raqa-failed" in outputs[0][0]
+    assert service.backend.requests == []  # the model was never asked
+
+
+def test_both_strategies_render_side_by_side(service):
+    outputs = list(ask(service, "apple", "Both side by side", "backward", 2, 6, False, False))
+    answers, windows, pages, scores, meter = outputs[-1]
+    assert answers.count("Answer not found") == 2
+    assert "<h3>Iterative</h3>" in windows and "<h3>Top-K</h3>" in windows
+    assert pages.count('class="raqa-page"') == 6
+    # 3 iterative windows of 2 pages, then one Top-K prompt
+    assert len(service.backend.requests) == 4
+
+
+def test_streamed_tokens_do_not_redraw_the_charts(service):
+    service.backend = ScriptedBackend(lambda m: "ANSWER: Pie is here\nPAGE: 6\nSENTENCE: 2")
+    outputs = list(ask(service, "apple pie", "Iterative", "forward", 3, 6, False, False))
+    skipped = [o for o in outputs if not hasattr(o[3], "to_dict")]
+    drawn = [o for o in outputs if hasattr(o[3], "to_dict")]
+    assert skipped and drawn
+    assert "Pie is here" in outputs[-1][0]
