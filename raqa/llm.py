@@ -22,7 +22,6 @@ import copy
 import importlib.util
 import shutil
 import tempfile
-import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -185,7 +184,7 @@ def _load_gguf(gguf: Path, cache_dir: Path | None, progress: Callable[[str], Non
 
 
 class TransformersBackend(Backend):
-    """A local causal LM through transformers, greedy decoding with a KV cache, one request at a time."""
+    """A local causal LM through transformers: greedy decoding with a KV cache, one request at a time."""
 
     def __init__(self, model, tokenizer, name: str):
         import torch
@@ -203,7 +202,6 @@ class TransformersBackend(Backend):
             ]
             if i is not None
         }
-        self._lock = threading.Lock()
         self._prefix: tuple[list[int], object] | None = None  # (token ids, KV cache) of the last shared prefix
 
     @classmethod
@@ -255,7 +253,9 @@ class TransformersBackend(Backend):
         return len(self._prompt_ids(messages))
 
     def reply(self, messages, plan=None, threshold=0.5, max_new_tokens=64):
-        with self._lock, self.torch.inference_mode():
+        # Not thread-safe: callers serialise requests (the web page runs one at a time through its queue).
+        # No lock is held across a yield, so an abandoned reply can never block the next one.
+        with self.torch.inference_mode():
             yield from self._reply(messages, plan, threshold, max_new_tokens)
 
     def _forward(self, ids: list[int], cache):
