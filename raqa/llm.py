@@ -254,12 +254,13 @@ class TransformersBackend(Backend):
 
     def reply(self, messages, plan=None, threshold=0.5, max_new_tokens=64):
         # Not thread-safe: callers serialise requests (the web page runs one at a time through its queue).
-        # No lock is held across a yield, so an abandoned reply can never block the next one.
-        with self.torch.inference_mode():
-            yield from self._reply(messages, plan, threshold, max_new_tokens)
+        # Neither a lock nor torch's inference mode is held across a yield: an abandoned reply can never
+        # block the next one or leave the caller's thread in inference mode.
+        yield from self._reply(messages, plan, threshold, max_new_tokens)
 
     def _forward(self, ids: list[int], cache):
-        out = self.model(input_ids=self.torch.tensor([ids]), cache=cache, use_cache=True)
+        with self.torch.inference_mode():
+            out = self.model(input_ids=self.torch.tensor([ids]), cache=cache, use_cache=True)
         return out.logits[0, -1], out.cache
 
     def _prefill(self, messages: Messages, prompt: list[int]):
