@@ -73,7 +73,7 @@ def _as_int(name: str, value: object, lo: int, hi: int) -> int:
         raise SettingsError(f"{name} must be a whole number from {lo} to {hi}, got {value!r}.")
     try:
         number = float(value)
-    except ValueError:
+    except (ValueError, OverflowError):
         raise SettingsError(f"{name} must be a whole number from {lo} to {hi}, got {value!r}.") from None
     if not math.isfinite(number) or number != int(number) or not lo <= number <= hi:
         raise SettingsError(f"{name} must be a whole number from {lo} to {hi}, got {value!r}.")

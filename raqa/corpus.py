@@ -56,21 +56,23 @@ def load_embedded() -> list[Page]:
 
 def _json_lines(path: Path) -> Iterator[tuple[int, dict]]:
     try:
-        f = path.open(encoding="utf-8")
+        f = path.open("rb")
     except FileNotFoundError:
         raise CorpusError(f"{path}: no such corpus file.") from None
     except OSError as e:
         raise CorpusError(f"{path}: cannot be read ({e.strerror}).") from None
     with f:
-        for line_number, line in enumerate(f, start=1):
+        for line_number, raw in enumerate(f, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise CorpusError(f"{path}, line {line_number}: not UTF-8 text.") from None
             if not line.strip():
                 continue
             try:
                 record = json.loads(line)
             except json.JSONDecodeError as e:
                 raise CorpusError(f"{path}, line {line_number}: not valid JSON ({e.msg}).") from None
-            except UnicodeDecodeError:
-                raise CorpusError(f"{path}, line {line_number}: not UTF-8 text.") from None
             if not isinstance(record, dict):
                 raise CorpusError(f"{path}, line {line_number}: expected a JSON object, got {type(record).__name__}.")
             yield line_number, record
@@ -86,17 +88,20 @@ def _require_text(path: Path, line_number: int, record: dict, key: str, expected
     return value
 
 
-def read_jsonl(path: Path) -> Iterator[Page]:
-    """One JSON object per line with string fields "id", "title" and "text"."""
+def read_jsonl(path: Path) -> Iterator[tuple[int, Page]]:
+    """One JSON object per line with string fields "id", "title" and "text"; yields (line number, page)."""
     for n, record in _json_lines(path):
-        yield Page(
-            _require_text(path, n, record, "id", "a page id"),
-            _require_text(path, n, record, "title", "a title"),
-            _require_text(path, n, record, "text", "the page text"),
+        yield (
+            n,
+            Page(
+                _require_text(path, n, record, "id", "a page id"),
+                _require_text(path, n, record, "title", "a title"),
+                _require_text(path, n, record, "text", "the page text"),
+            ),
         )
 
 
-def read_kilt(path: Path) -> Iterator[Page]:
+def read_kilt(path: Path) -> Iterator[tuple[int, Page]]:
     """KILT knowledge source: "wikipedia_id", "wikipedia_title", and "text" as a list of paragraphs."""
     for n, record in _json_lines(path):
         paragraphs = record.get("text")
@@ -104,10 +109,13 @@ def read_kilt(path: Path) -> Iterator[Page]:
             raise CorpusError(f"{path}, line {n}: expected field 'text' to be a list of paragraph strings.")
         # KILT repeats the title as the first paragraph; keep the body only.
         body = [p.strip() for p in paragraphs[1:] if p.strip()] if len(paragraphs) > 1 else paragraphs
-        yield Page(
-            _require_text(path, n, record, "wikipedia_id", "a page id"),
-            _require_text(path, n, record, "wikipedia_title", "a title"),
-            "\n".join(body),
+        yield (
+            n,
+            Page(
+                _require_text(path, n, record, "wikipedia_id", "a page id"),
+                _require_text(path, n, record, "wikipedia_title", "a title"),
+                "\n".join(body),
+            ),
         )
 
 
@@ -122,11 +130,14 @@ def iter_pages(path: str | Path) -> Iterator[Page]:
     """Stream pages from a JSONL or KILT file, checking that ids are unique."""
     path = Path(path)
     reader = read_kilt if sniff_format(path) == "kilt" else read_jsonl
-    seen: set[str] = set()
-    for page in reader(path):
-        if page.id in seen:
-            raise CorpusError(f"{path}: page id {page.id!r} occurs twice; ids must be unique.")
-        seen.add(page.id)
+    first_line: dict[str, int] = {}
+    for line_number, page in reader(path):
+        if page.id in first_line:
+            raise CorpusError(
+                f"{path}, line {line_number}: page id {page.id!r} already used on line {first_line[page.id]}; "
+                "ids must be unique."
+            )
+        first_line[page.id] = line_number
         yield page
 
 

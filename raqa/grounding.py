@@ -18,7 +18,7 @@ from difflib import SequenceMatcher
 
 from raqa.index import Hit
 from raqa.prompts import ParsedReply
-from raqa.text import normalize_answer, split_sentences
+from raqa.text import normalize_for_matching, split_sentences
 
 MIN_QUOTE_SIMILARITY = 0.8
 MIN_ANSWER_OVERLAP = 0.6
@@ -48,8 +48,8 @@ def answer_in_text(answer: str, text: str) -> bool:
         >>> answer_in_text("Michelangelo", "The Mona Lisa is by Leonardo da Vinci.")
         False
     """
-    needle = normalize_answer(answer)
-    haystack = normalize_answer(text)
+    needle = normalize_for_matching(answer)
+    haystack = normalize_for_matching(text)
     if not needle:
         return False
     if f" {needle} " in f" {haystack} ":
@@ -60,7 +60,7 @@ def answer_in_text(answer: str, text: str) -> bool:
 
 
 def content_words(text: str) -> set[str]:
-    return {w for w in normalize_answer(text).split() if w not in STOPWORDS and len(w) > 1}
+    return {w for w in normalize_for_matching(text).split() if w not in STOPWORDS and len(w) > 1}
 
 
 def about_question(question: str, title: str, sentence: str) -> bool:
@@ -77,10 +77,10 @@ def about_question(question: str, title: str, sentence: str) -> bool:
 
 def locate_quote(quote: str, sentences: Sequence[str]) -> int | None:
     """Index of the sentence holding the quote: exactly if possible, else the most similar above 0.8."""
-    target = normalize_answer(quote)
+    target = normalize_for_matching(quote)
     if not target:
         return None
-    normalized = [normalize_answer(s) for s in sentences]
+    normalized = [normalize_for_matching(s) for s in sentences]
     for i, sentence in enumerate(normalized):
         if target in sentence:
             return i
@@ -112,19 +112,19 @@ def check(reply: ParsedReply, window: Sequence[Hit], question: str) -> Grounding
             return Grounding(False, f"The quoted passage is not in page {page.id}.", page.id)
     elif reply.sentence is not None and 1 <= reply.sentence <= len(sentences):
         cited = reply.sentence - 1
-    if cited is not None and answer_in_text(reply.answer, sentences[cited]):
-        return Grounding(
-            True,
-            f"Sentence {cited + 1} of page {page.id} states the answer.",
-            page.id,
-            cited + 1,
-            sentences[cited],
-        )
-    for i, sentence in enumerate(sentences):
-        if answer_in_text(reply.answer, sentence):
-            where = "no sentence" if cited is None else f"sentence {cited + 1}"
-            note = f"The reply cites {where}; sentence {i + 1} of page {page.id} states the answer."
-            return Grounding(True, note, page.id, i + 1, sentence)
+    stating = [i for i, s in enumerate(sentences) if answer_in_text(reply.answer, s)]
+    relevant = [i for i in stating if about_question(question, page.title, sentences[i])]
+    if cited is not None and cited in relevant:
+        note = f"Sentence {cited + 1} of page {page.id} states the answer."
+        return Grounding(True, note, page.id, cited + 1, sentences[cited])
+    if relevant:
+        i = relevant[0]
+        where = "no sentence" if cited is None else f"sentence {cited + 1}"
+        note = f"The reply cites {where}; sentence {i + 1} of page {page.id} states the answer."
+        return Grounding(True, note, page.id, i + 1, sentences[i])
+    if stating:
+        note = f"Page {page.id} mentions {reply.answer!r}, but not in a sentence about the question."
+        return Grounding(False, note, page.id, stating[0] + 1)
     return Grounding(
         False,
         f"Page {page.id} does not state {reply.answer!r}.",

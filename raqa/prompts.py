@@ -115,7 +115,7 @@ _NOT_FOUND = re.compile(r"^\W*(NOT\s+FOUND|ANSWER\W*\s*NOT\s+FOUND|NO\s+ANSWER)\
 _NUMBER = re.compile(r"\d+")
 # Small models often wrap the answer: "The answer is: X", "[1] X". Strip those wrappers.
 _ANSWER_WRAPPER = re.compile(r"^(?:the\s+answer\s+is\s*:?\s*|\[\d+\]\s*)+", re.IGNORECASE)
-_PAGE_ID = re.compile(r"^(?:page\s*(?:id)?\s*)?[#\[(]?\s*([^\]\s),;]+)", re.IGNORECASE)
+_PAGE_ID = re.compile(r"^\W*(?:page\s*(?:id)?\W*)?([^\]\s),;*]+?)[.:]?(?:[\]\s),;*]|$)", re.IGNORECASE)
 
 
 def _fields(text: str) -> dict[str, str]:

@@ -26,24 +26,39 @@ def split_sentences(text: str) -> list[str]:
     return sentences
 
 
+def _fold(text: str) -> str:
+    folded = unicodedata.normalize("NFKD", text)
+    return "".join(ch for ch in folded if not unicodedata.combining(ch)).lower()
+
+
 def normalize_answer(text: str) -> str:
-    """The standard open-domain QA normalisation: lower case, no punctuation or articles, single spaces.
+    """The standard open-domain QA normalisation: lower case, punctuation and articles removed, single spaces.
 
     Accents are folded too (so "Dvořák" matches "Dvorak").
 
     Example:
-        >>> normalize_answer("The  Beatles!")
-        'beatles'
+        >>> normalize_answer("The  Beatles!"), normalize_answer("U.S.A.")
+        ('beatles', 'usa')
     """
-    folded = unicodedata.normalize("NFKD", text)
-    folded = "".join(ch for ch in folded if not unicodedata.combining(ch)).lower()
-    folded = "".join(" " if ch in _PUNCTUATION else ch for ch in folded)
+    folded = "".join(ch for ch in _fold(text) if ch not in _PUNCTUATION)
+    return " ".join(_ARTICLES.sub(" ", folded).split())
+
+
+def normalize_for_matching(text: str) -> str:
+    """Like normalize_answer, but punctuation becomes a space, so words stay apart in running text
+    ("1885–1945" keeps "1885"); used to find an answer inside a page or sentence."""
+    folded = "".join(" " if ch in _PUNCTUATION else ch for ch in _fold(text))
     return " ".join(_ARTICLES.sub(" ", folded).split())
 
 
 def contains_answer(text: str, answer: str) -> bool:
-    """Whether the normalised answer occurs in the normalised text as whole words."""
-    needle = normalize_answer(answer)
+    """Whether the answer occurs in the text as whole words (both normalised for matching).
+
+    Example:
+        >>> contains_answer("Titanic sank in 1912.", "1912"), contains_answer("In 19120.", "1912")
+        (True, False)
+    """
+    needle = normalize_for_matching(answer)
     if not needle:
         return False
-    return f" {needle} " in f" {normalize_answer(text)} "
+    return f" {needle} " in f" {normalize_for_matching(text)} "

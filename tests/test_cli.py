@@ -1,0 +1,189 @@
+"""The command line: input errors exit 2 before anything loads; --json streams one event per line."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from raqa.__main__ import main
+from raqa.config import AppConfig
+from raqa.corpus import Page
+from raqa.index import BM25Index
+from raqa.llm import ScriptedBackend
+from raqa.service import Service
+
+ROOT = Path(__file__).resolve().parent.parent
+DECLINE = "NOT FOUND\nREASON: These pages do not say."
+FINAL_FIELDS = {"answer", "abstained", "windows_read", "pages_read", "prompt_tokens", "completion_tokens", "seconds"}
+
+
+@pytest.fixture(autouse=True)
+def clean_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for name in ("RAQA_CORPUS", "RAQA_MODEL", "RAQA_ADAPTER"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("RAQA_CACHE", str(tmp_path / "cache"))
+
+
+@pytest.fixture
+def no_loading(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fail the test if the CLI tries to load the corpus or the model."""
+
+    def refuse(cls, *args, **kwargs):
+        raise AssertionError("Service.load must not run for bad input")
+
+    monkeypatch.setattr(Service, "load", classmethod(refuse))
+
+
+@pytest.fixture
+def tiny_service(
+    monkeypatch: pytest.MonkeyPatch, tiny_pages: list[Page], tiny_index: BM25Index
+) -> Callable[..., ScriptedBackend]:
+    """Make Service.load return the tiny corpus with a scripted backend; returns a function to set the replies."""
+    loads: list[AppConfig] = []
+
+    def install(*replies: str) -> ScriptedBackend:
+        backend = ScriptedBackend(list(replies))
+
+        def load(cls, config: AppConfig, **kwargs) -> Service:
+            loads.append(config)
+            return Service(config, tiny_pages, tiny_index, backend, "tiny", {})
+
+        monkeypatch.setattr(Service, "load", classmethod(load))
+        return backend
+
+    install.loads = loads  # type: ignore[attr-defined]
+    return install
+
+
+def test_python_m_raqa_rejects_an_empty_question() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "raqa", "ask", ""], cwd=ROOT, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip() == "error: Please type a question: it is empty."
+    assert result.stdout == ""
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--window", "0"], "error: window size must be a whole number from 1 to 20, got '0'."),
+        (["--window", "21"], "error: window size must be a whole number from 1 to 20, got '21'."),
+        (["--window", "2.5"], "error: window size must be a whole number from 1 to 20, got '2.5'."),
+        (["--k", "4"], "error: K must be a whole number from 5 to 100, got '4'."),
+        (["--k", "abc"], "error: K must be a whole number from 5 to 100, got 'abc'."),
+        (["--strategy", "best"], "error: Invalid strategy: 'best'. Choose from: iterative, topk."),
+        (["--order", "reverse"], "error: Invalid order: 'reverse'. Choose from: forward, backward."),
+    ],
+)
+def test_bad_settings_exit_2_before_loading(
+    no_loading, capsys: pytest.CaptureFixture, options: list[str], message: str
+) -> None:
+    assert main(["ask", "Who painted the Mona Lisa?", *options]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.strip() == message
+    assert captured.out == ""
+
+
+@pytest.mark.parametrize("question", ["", "   ", "\x00\x01", "a" * 100_000])
+def test_bad_questions_exit_2_before_loading(no_loading, capsys: pytest.CaptureFixture, question: str) -> None:
+    assert main(["ask", question]) == 2
+    assert capsys.readouterr().err.startswith("error: ")
+
+
+def test_missing_question_is_a_usage_error(capsys: pytest.CaptureFixture) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["ask"])
+    assert exit_.value.code == 2
+    assert "question" in capsys.readouterr().err
+
+
+def test_missing_corpus_file_exits_2_naming_it(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    missing = tmp_path / "no-such-pages.jsonl"
+    assert main(["ask", "Who painted the Mona Lisa?", "--corpus", str(missing), "--cache", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert f"error: {missing}: no such corpus file." in err
+
+
+def test_malformed_corpus_file_exits_2_naming_the_line(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    corpus = tmp_path / "pages.jsonl"
+    corpus.write_text('{"id": "1", "title": "A", "text": "x"}\n{"id": "2", "title": "B"}\n')
+    assert main(["ask", "Who?", "--corpus", str(corpus), "--cache", str(tmp_path)]) == 2
+    assert f"error: {corpus}, line 2: expected the page text in field 'text', found missing." in capsys.readouterr().err
+
+
+def json_lines(out: str) -> list[dict]:
+    lines = out.splitlines()
+    assert lines, "no output"
+    return [json.loads(line) for line in lines]
+
+
+def test_json_stream(tiny_service, broad_question: str, capsys: pytest.CaptureFixture) -> None:
+    tiny_service(DECLINE, "ANSWER: Danube\nPAGE: p5\nSENTENCE: 1")
+    assert main(["ask", broad_question, "--json", "--window", "3", "--k", "8"]) == 0
+    events = json_lines(capsys.readouterr().out)
+    types = [event["type"] for event in events]
+    assert types[:3] == ["run_started", "retrieved", "window_started"]
+    assert types[-1] == "final"
+    assert types.count("window_started") == types.count("window_verdict") == 2
+    assert set(types) == {"run_started", "retrieved", "window_started", "reply_delta", "window_verdict", "final"}
+    assert events[0]["question"] == broad_question
+    assert events[0]["settings"]["window"] == 3 and events[0]["settings"]["k"] == 8
+    assert [hit["rank"] for hit in events[1]["hits"]] == list(range(1, 9))
+    assert set(events[1]["hits"][0]) == {"rank", "score", "page_id", "title"}
+    final = events[-1]
+    verdicts = [event for event in events if event["type"] == "window_verdict"]
+    assert [v["verdict"] for v in verdicts] == ["not_found", "answered"]
+    assert verdicts[1]["grounding"]["supported"] is True
+    assert FINAL_FIELDS <= set(final)
+    assert (final["answer"], final["abstained"], final["supported"], final["page_id"]) == ("Danube", False, True, "p5")
+    assert final["windows_read"] == 2 and final["pages_read"] == 6
+    assert final["prompt_tokens"] == sum(v["prompt_tokens"] for v in verdicts)
+    assert final["completion_tokens"] == sum(v["completion_tokens"] for v in verdicts)
+    assert isinstance(final["seconds"], float) and final["seconds"] >= 0
+
+
+def test_json_stream_ends_in_abstention(tiny_service, broad_question: str, capsys: pytest.CaptureFixture) -> None:
+    tiny_service(DECLINE, DECLINE, DECLINE)
+    assert main(["ask", broad_question, "--json", "--order", "backward"]) == 0
+    final = json_lines(capsys.readouterr().out)[-1]
+    assert (final["type"], final["answer"], final["abstained"], final["windows_read"]) == ("final", None, True, 3)
+
+
+def test_json_stream_ends_in_run_failed(tiny_service, capsys: pytest.CaptureFixture) -> None:
+    backend = tiny_service()
+    assert main(["ask", "?!", "--json"]) == 0
+    events = json_lines(capsys.readouterr().out)
+    assert [event["type"] for event in events] == ["run_started", "retrieved", "run_failed"]
+    assert events[-1]["message"].startswith("No page shares a word")
+    assert backend.requests == []
+
+
+def test_options_reach_the_service(tiny_service, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    tiny_service(DECLINE)
+    corpus = tmp_path / "pages.jsonl"
+    args = ["ask", "bees", "--json", "--corpus", str(corpus), "--model", "m.gguf", "--cache", str(tmp_path / "c")]
+    assert main(args) == 0
+    (config,) = tiny_service.loads
+    assert config == AppConfig(corpus=str(corpus), model="m.gguf", adapter=None, cache_dir=tmp_path / "c")
+
+
+def test_human_output(tiny_service, broad_question: str, capsys: pytest.CaptureFixture) -> None:
+    tiny_service("ANSWER: Atlantis\nPAGE: p4\nSENTENCE: 1")
+    assert main(["ask", broad_question, "--strategy", "topk"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out == "\nAtlantis (unsupported by its page)\n"
+    assert "Window 1/1: #1 " in captured.err
+    assert "=> unsupported (P(answer)=1.00) - Page p4 does not state 'Atlantis'." in captured.err
+    assert "windows 1, pages 8, prompt tokens " in captured.err
+
+
+def test_human_output_when_not_found(tiny_service, broad_question: str, capsys: pytest.CaptureFixture) -> None:
+    tiny_service(DECLINE)
+    assert main(["ask", broad_question, "--window", "8"]) == 0
+    assert capsys.readouterr().out == "\nanswer not found\n"

@@ -1,0 +1,259 @@
+"""Model backends: the scripted fake, pick_choice, and (marked slow) the real embedded SmolLM2 model."""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from raqa.config import RunSettings
+from raqa.corpus import Page
+from raqa.engine import reply_plan
+from raqa.index import Hit
+from raqa.llm import (
+    Backend,
+    Choice,
+    ModelError,
+    ScriptedBackend,
+    TransformersBackend,
+    Usage,
+    embedded_model_path,
+    pick_choice,
+)
+from raqa.prompts import ANSWER_WORD, NOT_FOUND_WORD, build_messages
+
+MESSAGES = [
+    {"role": "system", "content": "You answer from the pages."},
+    {"role": "user", "content": "Page 1: Bees\n[1] Bees make honey.\n\nQuestion: What do bees make?"},
+]
+PLAN = reply_plan(RunSettings())
+
+
+def texts(pieces: list) -> str:
+    return "".join(piece for piece in pieces if isinstance(piece, str))
+
+
+def test_scripted_backend_streams_words_then_usage() -> None:
+    backend = ScriptedBackend(["ANSWER: Honey\nPAGE: 1\nSENTENCE: 1"])
+    pieces = list(backend.reply(MESSAGES, PLAN))
+    assert pieces == [
+        Choice({ANSWER_WORD: 1.0, NOT_FOUND_WORD: 0.0}, ANSWER_WORD),
+        "ANSWER:",
+        " Honey\nPAGE:",
+        " 1\nSENTENCE:",
+        " 1",
+        Usage(backend.count_prompt_tokens(MESSAGES), 4),
+    ]
+
+
+def test_scripted_decline_chooses_not_found() -> None:
+    pieces = list(ScriptedBackend(["NOT FOUND"]).reply(MESSAGES, PLAN))
+    assert pieces[0] == Choice({ANSWER_WORD: 0.0, NOT_FOUND_WORD: 1.0}, NOT_FOUND_WORD)
+    assert texts(pieces) == "NOT FOUND"
+
+
+@pytest.mark.parametrize(
+    ("reply", "plan"),
+    [("I would say honey.", PLAN), (" ANSWER: Honey", PLAN), ("ANSWER: Honey", None), ("ANSWER: Honey", {})],
+)
+def test_scripted_reply_off_the_plan_has_no_choice(reply: str, plan) -> None:
+    pieces = list(ScriptedBackend([reply]).reply(MESSAGES, plan))
+    assert not any(isinstance(piece, Choice) for piece in pieces)
+    assert texts(pieces) == reply
+    assert isinstance(pieces[-1], Usage)
+
+
+def test_scripted_replies_are_used_in_order_and_requests_recorded() -> None:
+    backend = ScriptedBackend(["first", "second"])
+    assert texts(list(backend.reply(MESSAGES))) == "first"
+    assert texts(list(backend.reply(MESSAGES[:1]))) == "second"
+    assert backend.requests == [MESSAGES, MESSAGES[:1]]
+    with pytest.raises(AssertionError, match="ran out of replies"):
+        list(backend.reply(MESSAGES))
+
+
+def test_scripted_script_can_be_a_function_of_the_messages() -> None:
+    backend = ScriptedBackend(lambda messages: f"NOT FOUND\nREASON: {len(messages)} messages")
+    assert texts(list(backend.reply(MESSAGES, PLAN))) == "NOT FOUND\nREASON: 2 messages"
+    assert texts(list(backend.reply(MESSAGES[:1], PLAN))) == "NOT FOUND\nREASON: 1 messages"
+    assert len(backend.requests) == 2
+
+
+def test_scripted_token_counts() -> None:
+    backend = ScriptedBackend([])
+    assert backend.count_tokens("Bees make  honey.\n") == 3
+    assert backend.count_tokens("") == 0
+    assert backend.count_prompt_tokens(MESSAGES) == (5 + 2) + (12 + 2)
+    assert (backend.name, backend.context_tokens) == ("scripted", 8192)
+
+
+def test_backend_is_abstract() -> None:
+    with pytest.raises(TypeError):
+        Backend()  # type: ignore[abstract]
+
+
+@pytest.mark.parametrize(
+    ("probabilities", "threshold", "expected"),
+    [
+        ({"A": 0.6, "B": 0.4}, 0.5, "A"),
+        ({"A": 0.5, "B": 0.5}, 0.5, "A"),  # reaching the threshold is enough
+        ({"A": 0.4, "B": 0.6}, 0.5, "B"),
+        ({"A": 0.8, "B": 0.2}, 0.9, "B"),
+        ({"A": 0.1, "B": 0.9}, 0.0, "A"),
+        ({"A": 0.3, "B": 0.2, "C": 0.5}, 0.5, "C"),
+        ({"A": 0.3, "B": 0.4, "C": 0.3}, 0.5, "B"),
+        ({"A": 0.0}, 0.5, "A"),  # a single choice is always taken
+    ],
+)
+def test_pick_choice(probabilities: dict[str, float], threshold: float, expected: str) -> None:
+    assert pick_choice(probabilities, threshold) == expected
+
+
+def test_embedded_model_file_is_installed() -> None:
+    path = embedded_model_path()
+    assert path.is_file() and path.suffix == ".gguf"
+
+
+def test_missing_gguf_file_is_a_model_error(tmp_path: Path) -> None:
+    missing = tmp_path / "absent.gguf"
+    with pytest.raises(ModelError, match=re.escape(f"No GGUF file at {missing}.")):
+        TransformersBackend.load(str(missing), cache_dir=tmp_path)
+
+
+# -- the real model ------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """RAQA_CACHE when set (CI keeps it warm), else a fresh folder so the first load dequantises."""
+    return Path(os.environ["RAQA_CACHE"]) if os.environ.get("RAQA_CACHE") else tmp_path_factory.mktemp("models")
+
+
+@pytest.fixture(scope="session")
+def first_load(model_cache: Path) -> tuple[TransformersBackend, float, list[str]]:
+    messages: list[str] = []
+    start = time.perf_counter()
+    backend = TransformersBackend.load(cache_dir=model_cache, progress=messages.append)
+    return backend, time.perf_counter() - start, messages
+
+
+@pytest.fixture(scope="session")
+def model(first_load) -> TransformersBackend:
+    return first_load[0]
+
+
+@pytest.fixture(scope="session")
+def window_messages(model: TransformersBackend, tiny_pages: list[Page]) -> list[dict[str, str]]:
+    hits = [Hit(1, 2.0, tiny_pages[0]), Hit(2, 1.0, tiny_pages[2])]
+    return build_messages("Who painted the Mona Lisa?", hits, 320, model.count_tokens, ())
+
+
+@pytest.mark.slow
+def test_gguf_load_caches_the_dequantised_model(first_load, model_cache: Path, window_messages) -> None:
+    import torch
+
+    backend, _, _ = first_load
+    cached = list((model_cache / "models").glob("*/model.safetensors"))
+    assert len(cached) == 1 and (cached[0].parent / "config.json").is_file()
+
+    messages: list[str] = []
+    start = time.perf_counter()
+    again = TransformersBackend.load(cache_dir=model_cache, progress=messages.append)
+    seconds = time.perf_counter() - start
+    assert not any(message.startswith("Dequantising") for message in messages)
+    assert seconds < 5
+    assert again.name == backend.name
+    ids = backend.tokenizer(window_messages[-1]["content"], return_tensors="pt").input_ids
+    with torch.inference_mode():
+        assert torch.equal(backend.model(input_ids=ids).logits, again.model(input_ids=ids).logits)
+
+
+@pytest.mark.slow
+def test_reply_with_a_plan(model: TransformersBackend, window_messages) -> None:
+    plan = reply_plan(RunSettings(answer_tokens=8))
+    pieces = list(model.reply(window_messages, plan, threshold=0.0))
+    choice = pieces[0]
+    assert isinstance(choice, Choice)
+    assert set(choice.probabilities) == {ANSWER_WORD, NOT_FOUND_WORD}
+    assert math.isclose(sum(choice.probabilities.values()), 1.0, abs_tol=1e-6)
+    assert all(0.0 <= p <= 1.0 for p in choice.probabilities.values())
+    assert choice.chosen == ANSWER_WORD  # threshold 0: the first word is always taken
+    assert pieces[1] == ANSWER_WORD
+    assert texts(pieces).startswith(ANSWER_WORD)
+    assert "\nPAGE:" in texts(pieces)
+    usage = pieces[-1]
+    assert isinstance(usage, Usage)
+    assert [isinstance(piece, Usage) for piece in pieces].count(True) == 1
+    assert usage.prompt_tokens == model.count_prompt_tokens(window_messages)
+    forced = sum(model.count_tokens(word) for word in (ANSWER_WORD, "\nPAGE:", "\nSENTENCE:"))
+    assert forced <= usage.completion_tokens <= forced + 8 + 8 + 4  # prefills plus the steps' budgets
+    assert all(isinstance(piece, str) for piece in pieces[1:-1])
+
+
+@pytest.mark.slow
+def test_reply_declines_when_the_threshold_cannot_be_reached(model: TransformersBackend, window_messages) -> None:
+    pieces = list(model.reply(window_messages, reply_plan(RunSettings()), threshold=1.01))
+    assert [type(piece) for piece in pieces] == [Choice, str, Usage]
+    assert pieces[0].chosen == NOT_FOUND_WORD
+    assert pieces[1] == NOT_FOUND_WORD
+    assert pieces[2] == Usage(model.count_prompt_tokens(window_messages), model.count_tokens(NOT_FOUND_WORD))
+
+
+@pytest.mark.slow
+def test_closing_the_generator_stops_generation_and_frees_the_model(model: TransformersBackend, window_messages):
+    stream = model.reply(window_messages, None, max_new_tokens=60)
+    first = next(stream)
+    assert isinstance(first, str)
+    stream.close()
+    with pytest.raises(StopIteration):
+        next(stream)
+
+    results: list = []
+    worker = threading.Thread(
+        target=lambda: results.extend(model.reply(window_messages, reply_plan(RunSettings()), threshold=1.01))
+    )
+    worker.start()
+    worker.join(timeout=120)
+    assert not worker.is_alive(), "a closed reply left the model locked"
+    assert results[1] == NOT_FOUND_WORD
+
+
+@pytest.mark.slow
+def test_missing_adapter_is_a_model_error(model_cache: Path, tmp_path: Path, first_load) -> None:
+    missing = tmp_path / "no-adapter-here"
+    with pytest.raises(ModelError) as error:
+        TransformersBackend.load(adapter=str(missing), cache_dir=model_cache)
+    assert str(missing) in str(error.value)
+    assert "adapter_config.json" in str(error.value)
+
+
+@pytest.mark.slow
+def test_reused_prompt_prefix_gives_the_verdict_of_a_full_forward(model: TransformersBackend, tiny_pages) -> None:
+    import torch
+
+    plan = reply_plan(RunSettings())
+
+    def window(pages: list[Page]) -> list[dict[str, str]]:
+        hits = [Hit(rank, 1.0, page) for rank, page in enumerate(pages, start=1)]
+        return build_messages("Who painted the Mona Lisa?", hits, 320, model.count_tokens)
+
+    first = next(model.reply(window(tiny_pages[:2]), plan))
+    next(model.reply(window(tiny_pages[2:4]), plan))  # same system prompt and examples, other pages
+    again = next(model.reply(window(tiny_pages[:2]), plan))
+
+    ids = model.tokenizer.apply_chat_template(window(tiny_pages[:2]), add_generation_prompt=True, return_tensors="pt")
+    ids = ids["input_ids"] if hasattr(ids, "keys") else ids
+    with torch.inference_mode():
+        probs = torch.softmax(model.model(input_ids=ids).logits[0, -1].float(), dim=-1)
+    raw = {word: float(probs[model.tokenizer(word, add_special_tokens=False)["input_ids"][0]]) for word in plan}
+    expected = {word: p / sum(raw.values()) for word, p in raw.items()}
+    for choice in (first, again):
+        assert isinstance(choice, Choice)
+        assert choice.chosen == pick_choice(expected, 0.5)
+        for word in plan:
+            assert math.isclose(choice.probabilities[word], expected[word], abs_tol=1e-3)
