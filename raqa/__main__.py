@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from raqa.config import AppConfig, SettingsError, clean_question, validate_settings
 from raqa.corpus import CorpusError
@@ -108,6 +109,80 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return bench_main(args)
 
 
+EXPERIMENT_LIMITS = {
+    "recall": 1000,
+    "topk_vs_iterative": 50,
+    "window_order": 30,
+    "negative_windows": 40,
+    "unanswerable": 40,
+}
+
+
+def cmd_experiment(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from raqa import experiments
+    from raqa.config import RunSettings
+    from raqa.experiments import PositiveIndex
+    from raqa.index import load_or_build
+    from raqa.questions import QuestionsError, load_questions
+    from raqa.service import Service
+
+    name = args.name
+    limit = args.limit or EXPERIMENT_LIMITS[name]
+    try:
+        # windows and unanswerable questions are drawn from a larger pool than they keep
+        pool = load_questions(
+            args.dataset, "test", limit * 10 if name in ("negative_windows", "unanswerable") else limit, args.seed
+        )
+        service = Service.load(_config(args), progress=lambda m: print(m, file=sys.stderr), load_model=name != "recall")
+    except (QuestionsError, CorpusError, ModelError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    positives = PositiveIndex(service.pages)
+
+    def progress(items):
+        return tqdm(items, desc=name, file=sys.stderr)
+
+    base = RunSettings()
+    if name == "recall":
+        word = load_or_build(service.pages, service.config.cache_dir, tokenizer="word")
+        results, seconds = experiments.timed(
+            experiments.recall, pool, {"wordpiece": service.index, "word": word}, positives, progress
+        )
+    elif name == "topk_vs_iterative":
+        results, seconds = experiments.timed(
+            experiments.topk_vs_iterative, pool, service.index, service.backend, base, progress
+        )
+    elif name == "window_order":
+        results, seconds = experiments.timed(
+            experiments.window_order, pool, service.index, service.backend, base, positives, progress
+        )
+    elif name == "negative_windows":
+        results, seconds = experiments.timed(
+            experiments.negative_windows, pool, service.index, service.backend, base, positives, limit, progress
+        )
+    else:
+        results, seconds = experiments.timed(
+            experiments.unanswerable, pool, service.index, service.backend, base, positives, limit, progress
+        )
+    command = f"python -m raqa experiment {name} --dataset {args.dataset} --limit {limit} --seed {args.seed}"
+    provenance = {
+        "command": command,
+        "sample": {"split": "test", "limit": limit, "seed": args.seed, "pool": len(pool)},
+        "model": None if name == "recall" else service.backend.name,
+        "adapter": service.config.adapter,
+        "corpus": f"{service.corpus_label} ({len(service.pages):,} pages)",
+        "settings": experiments._settings(base),
+        "seconds": round(seconds, 1),
+    }
+    path = experiments.write(
+        name, args.dataset, results, provenance, Path(args.out) if args.out else experiments.RESULTS_DIR
+    )
+    print(f"wrote {path} in {seconds:.0f} s", file=sys.stderr)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m raqa",
@@ -145,6 +220,16 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--out", help="write the results as JSON here too")
     _add_model_options(bench)
     bench.set_defaults(func=cmd_bench)
+    experiment = sub.add_parser("experiment", help="rerun one of the paper's experiments and write its JSON")
+    experiment.add_argument("name", choices=list(EXPERIMENT_LIMITS))
+    experiment.add_argument("--dataset", default="nq", choices=["nq", "triviaqa", "squad"])
+    experiment.add_argument(
+        "--limit", type=int, help="questions (recall, Top-K, windows) or windows/questions kept per kind"
+    )
+    experiment.add_argument("--seed", type=int, default=0)
+    experiment.add_argument("--out", help="folder for the JSON (default assets/results)")
+    _add_model_options(experiment)
+    experiment.set_defaults(func=cmd_experiment)
     return parser
 
 

@@ -37,8 +37,9 @@ NOT FOUND
 REASON: <one short sentence saying why>
 Use only the pages, not your own memory. Never guess."""
 
-# Worked examples shown before the real window, one that answers and one that declines. They are
-# written for this project (not taken from any dataset) and keep a 135M model on the format.
+# Worked examples shown before the real window, alternating one that answers and one that declines,
+# so the first n of them are balanced for any even n (the experiments use 0, 2, 4, 6 and 8). They are
+# written for this project, not taken from any dataset, and keep a 135M model on the format.
 DEMONSTRATIONS: tuple[tuple[str, str], ...] = (
     (
         "Page 901: Eiffel Tower\n[1] The Eiffel Tower is a wrought-iron lattice tower in Paris, France.\n"
@@ -52,6 +53,43 @@ DEMONSTRATIONS: tuple[tuple[str, str], ...] = (
         "volume of water in the world.\n\nPage 904: Nile\n[1] The Nile is a major river in northeastern Africa."
         "\n[2] It flows into the Mediterranean Sea.\n\nQuestion: Who was the first person to swim the English Channel?",
         "NOT FOUND\nREASON: The pages are about rivers, not about swimming the Channel.",
+    ),
+    (
+        "Page 905: Photosynthesis\n[1] Photosynthesis is the process by which plants use light to make sugars."
+        "\n[2] It releases oxygen as a by-product.\n\nPage 906: Chlorophyll\n[1] Chlorophyll is a green "
+        "pigment found in plants.\n[2] It absorbs mostly blue and red light.\n\n"
+        "Question: Which gas does photosynthesis release?",
+        "ANSWER: oxygen\nPAGE: 905\nSENTENCE: 2",
+    ),
+    (
+        "Page 907: Violin\n[1] The violin is a string instrument played with a bow.\n[2] It has four strings."
+        "\n\nPage 908: Cello\n[1] The cello is a larger bowed string instrument.\n\n"
+        "Question: In which year was the first electric guitar sold?",
+        "NOT FOUND\nREASON: The pages describe bowed instruments and say nothing about electric guitars.",
+    ),
+    (
+        "Page 909: Mount Kilimanjaro\n[1] Mount Kilimanjaro is a dormant volcano in Tanzania.\n[2] Its summit "
+        "is about 5,895 metres above sea level.\n\nPage 910: Serengeti\n[1] The Serengeti is a large "
+        "ecosystem in East Africa.\n\nQuestion: In which country is Mount Kilimanjaro?",
+        "ANSWER: Tanzania\nPAGE: 909\nSENTENCE: 1",
+    ),
+    (
+        "Page 911: Chess\n[1] Chess is a board game for two players.\n[2] Each player starts with sixteen pieces."
+        "\n\nPage 912: Checkers\n[1] Checkers is played on an eight-by-eight board.\n\n"
+        "Question: Who won the first Tour de France?",
+        "NOT FOUND\nREASON: The pages are about board games, not cycling races.",
+    ),
+    (
+        "Page 913: Penguin\n[1] Penguins are flightless seabirds.\n[2] Most species live in the Southern "
+        "Hemisphere.\n\nPage 914: Emperor penguin\n[1] The emperor penguin is the tallest and heaviest of "
+        "all living penguin species.\n\nQuestion: Which is the tallest living penguin species?",
+        "ANSWER: emperor penguin\nPAGE: 914\nSENTENCE: 1",
+    ),
+    (
+        "Page 915: Copper\n[1] Copper is a soft metal with very high electrical conductivity.\n\n"
+        "Page 916: Bronze\n[1] Bronze is an alloy made mainly of copper and tin.\n\n"
+        "Question: What is the melting point of tungsten?",
+        "NOT FOUND\nREASON: The pages are about copper and bronze; neither mentions tungsten.",
     ),
 )
 
@@ -93,7 +131,7 @@ def build_messages(
     hits: Sequence[Hit],
     max_page_tokens: int,
     count_tokens: Callable[[str], int],
-    shots: Sequence[tuple[str, str]] = DEMONSTRATIONS,
+    shots: Sequence[tuple[str, str]] = DEMONSTRATIONS[:2],
 ) -> list[dict[str, str]]:
     """The chat messages for one window: the system instruction, worked examples, the pages, the question."""
     messages = [{"role": "system", "content": SYSTEM_PROMPT}]

@@ -21,7 +21,7 @@ class Service:
     config: AppConfig
     pages: list[Page]
     index: BM25Index
-    backend: Backend
+    backend: Backend | None  # None only when loaded without a model (retrieval-only work)
     corpus_label: str
     timings: dict[str, float]
 
@@ -31,6 +31,7 @@ class Service:
         config: AppConfig,
         progress: Callable[[str], None] = print,
         backend: Backend | None = None,
+        load_model: bool = True,
     ) -> Service:
         """Load corpus, index and model (or use the given backend); raises CorpusError or ModelError."""
         timings: dict[str, float] = {}
@@ -46,8 +47,8 @@ class Service:
         )
         timings["index_s"] = time.perf_counter() - start
         start = time.perf_counter()
-        if backend is None:
+        if backend is None and load_model:
             backend = TransformersBackend.load(config.model, config.adapter, config.cache_dir, progress)
         timings["model_s"] = time.perf_counter() - start
-        progress(f"Ready: {len(pages):,} pages, model {backend.name}")
+        progress(f"Ready: {len(pages):,} pages, model {backend.name if backend else 'not loaded'}")
         return cls(config, pages, index, backend, corpus_name(config.corpus), timings)

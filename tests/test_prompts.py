@@ -171,7 +171,7 @@ def test_docstring_examples() -> None:
 
 
 def test_demonstrations_follow_the_format() -> None:
-    (_, answer), (_, decline) = DEMONSTRATIONS
+    (_, answer), (_, decline) = DEMONSTRATIONS[:2]
     assert fields_of(parse_reply(answer)) == ("answer", "Gustave Eiffel", "901", 2, None, None)
     assert fields_of(parse_reply(decline)) == (
         "not_found",
@@ -317,7 +317,7 @@ def test_build_messages_order(tiny_pages: list[Page]) -> None:
     messages = build_messages("Who painted the Mona Lisa?", hits, 320, count_words)
     assert [m["role"] for m in messages] == ["system", "user", "assistant", "user", "assistant", "user"]
     assert messages[0]["content"] == SYSTEM_PROMPT
-    assert [(m["content"]) for m in messages[1:5]] == [text for pair in DEMONSTRATIONS for text in pair]
+    assert [(m["content"]) for m in messages[1:5]] == [text for pair in DEMONSTRATIONS[:2] for text in pair]
     last = messages[-1]["content"]
     assert last.endswith("\n\nQuestion: Who painted the Mona Lisa?")
     blocks = last.split("\n\n")[:-1]
@@ -344,3 +344,28 @@ def test_build_messages_cuts_long_pages(tiny_pages: list[Page]) -> None:
     first, second, question = messages[-1]["content"].split("\n\n")
     assert first.count("\n") == 1 and second.count("\n") == 1  # header and first sentence only
     assert question == "Question: Q?"
+
+
+def _demo_pages(user: str) -> list:
+    from raqa.corpus import Page
+    from raqa.index import Hit
+
+    hits = []
+    for block in user.split("\n\nQuestion:")[0].split("\n\n"):
+        header, *lines = block.split("\n")
+        page_id, title = header.removeprefix("Page ").split(": ", 1)
+        text = " ".join(line.split("] ", 1)[1] for line in lines)
+        hits.append(Hit(len(hits) + 1, 1.0, Page(page_id, title, text)))
+    return hits
+
+
+def test_demonstrations_alternate_answer_and_decline_and_their_answers_are_grounded() -> None:
+    from raqa.grounding import check
+    from raqa.prompts import DEMONSTRATIONS
+
+    assert len(DEMONSTRATIONS) == 8
+    kinds = [parse_reply(reply).kind for _, reply in DEMONSTRATIONS]
+    assert kinds == ["answer", "not_found"] * 4
+    for user, reply in DEMONSTRATIONS[::2]:
+        question = user.split("Question: ")[1]
+        assert check(parse_reply(reply), _demo_pages(user), question).supported, question
