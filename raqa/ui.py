@@ -15,8 +15,10 @@ import gradio as gr
 from raqa.config import K_RANGE, WINDOW_RANGE, RunSettings, SettingsError, clean_question, validate_settings
 from raqa.engine import run
 from raqa.events import Final, ReplyDelta, WindowVerdict
+from raqa.experiments import load_results
 from raqa.plots import message_figure, safe, score_by_rank, token_meter
 from raqa.render import RunView, esc
+from raqa.result_plots import FIGURES
 from raqa.service import Service
 
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
@@ -89,6 +91,46 @@ def _outputs(views: list[RunView], verdicts: list[list[WindowVerdict]], settings
     return answers, windows, pages, scores, meter
 
 
+EXPERIMENT_ORDER = ["recall", "topk_vs_iterative", "window_order", "negative_windows", "unanswerable"]
+
+
+def experiment_caption(record: dict) -> str:
+    """Where a committed result came from: the command, data, model and code that made it."""
+    parts = [
+        f"<b>{esc(record.get('experiment', '?'))}</b> · {esc(record.get('dataset', '?'))}",
+        f"command: <code>{esc(record.get('command', '?'))}</code>",
+        f"model: {esc(record.get('model') or 'none (retrieval only)')}",
+        f"corpus: {esc(record.get('corpus', '?'))}",
+        f"{esc(record.get('code_version', '?'))}, {esc(record.get('created', '?'))}, {esc(record.get('seconds', '?'))} s",
+    ]
+    return '<div class="raqa-caption">' + " · ".join(parts) + "</div>"
+
+
+def experiments_view(results_dir: Path | None = None) -> None:
+    """The committed results as figures, read once when the page is built; nothing is recomputed."""
+    records = load_results(results_dir) if results_dir else load_results()
+    shown = 0
+    gr.HTML(
+        '<p class="raqa-meta">Each figure comes from a JSON file under <code>assets/results/</code>, made by the '
+        "command under it on the embedded corpus. Error bars are 95% intervals (Wilson for shares, bootstrap for "
+        "means).</p>"
+    )
+    for name in EXPERIMENT_ORDER:
+        for stem, record in records.items():
+            if record.get("experiment") != name:
+                continue
+            if "error" in record:
+                gr.HTML(f'<div class="raqa-failed">{esc(record["error"])}</div>')
+                continue
+            gr.Plot(safe(FIGURES[name], record), elem_classes=["raqa-experiment"], elem_id=f"raqa-exp-{stem}")
+            gr.HTML(experiment_caption(record))
+            shown += 1
+    if not shown:
+        gr.HTML(
+            '<div class="raqa-empty">No experiment results are committed yet: run python -m raqa experiment NAME.</div>'
+        )
+
+
 def build_demo(service: Service) -> gr.Blocks:
     defaults = RunSettings()
     with gr.Blocks(title="raqa: when should a model admit ignorance?") as demo:
@@ -101,38 +143,45 @@ def build_demo(service: Service) -> gr.Blocks:
             f'<p class="raqa-meta">Model: {esc(service.backend.name)} · corpus: {esc(service.corpus_label)} '
             f"({len(service.pages):,} pages)</p></div>"
         )
-        with gr.Row():
-            with gr.Column(scale=3):
-                question = gr.Textbox(
-                    label="Question", placeholder="Ask something…", lines=2, max_length=1000, elem_id="raqa-question"
-                )
-                gr.Examples(
-                    load_examples(), inputs=question, label="Examples (the last two have no answer in the corpus)"
-                )
-                with gr.Row():
-                    run_button = gr.Button("Run", variant="primary", elem_id="raqa-run")
-                    stop_button = gr.Button("Stop", variant="stop", elem_id="raqa-stop")
-            with gr.Column(scale=2):
-                strategy = gr.Radio(list(STRATEGIES), value="Iterative", label="Strategy", elem_id="raqa-strategy")
-                order = gr.Radio(
-                    ["forward", "backward"], value=defaults.order, label="Window order", elem_id="raqa-order"
-                )
-                with gr.Row():
-                    window = gr.Slider(
-                        *WINDOW_RANGE, value=defaults.window, step=1, label="Window size w", elem_id="raqa-window"
+        with gr.Tab("Ask", id="ask"):
+            with gr.Row():
+                with gr.Column(scale=3):
+                    question = gr.Textbox(
+                        label="Question",
+                        placeholder="Ask something…",
+                        lines=2,
+                        max_length=1000,
+                        elem_id="raqa-question",
                     )
-                    k = gr.Slider(*K_RANGE, value=defaults.k, step=1, label="Pages retrieved K", elem_id="raqa-k")
-                grounded_only = gr.Checkbox(
-                    value=False, label="Accept only grounded answers (an unsupported answer counts as a decline)"
-                )
-                rationale = gr.Checkbox(value=False, label="Ask for a reason on declined windows (slower)")
-        answers = gr.HTML(elem_id="raqa-answers")
-        windows = gr.HTML(RunView().windows_html(), elem_id="raqa-windows")
-        with gr.Row():
-            scores = gr.Plot(label="BM25 score by rank", elem_id="raqa-scores")
-            meter = gr.Plot(label="Token meter", elem_id="raqa-tokens")
-        with gr.Accordion("All retrieved pages", open=False):
-            pages = gr.HTML(elem_id="raqa-pages")
+                    gr.Examples(
+                        load_examples(), inputs=question, label="Examples (the last two have no answer in the corpus)"
+                    )
+                    with gr.Row():
+                        run_button = gr.Button("Run", variant="primary", elem_id="raqa-run")
+                        stop_button = gr.Button("Stop", variant="stop", elem_id="raqa-stop")
+                with gr.Column(scale=2):
+                    strategy = gr.Radio(list(STRATEGIES), value="Iterative", label="Strategy", elem_id="raqa-strategy")
+                    order = gr.Radio(
+                        ["forward", "backward"], value=defaults.order, label="Window order", elem_id="raqa-order"
+                    )
+                    with gr.Row():
+                        window = gr.Slider(
+                            *WINDOW_RANGE, value=defaults.window, step=1, label="Window size w", elem_id="raqa-window"
+                        )
+                        k = gr.Slider(*K_RANGE, value=defaults.k, step=1, label="Pages retrieved K", elem_id="raqa-k")
+                    grounded_only = gr.Checkbox(
+                        value=False, label="Accept only grounded answers (an unsupported answer counts as a decline)"
+                    )
+                    rationale = gr.Checkbox(value=False, label="Ask for a reason on declined windows (slower)")
+            answers = gr.HTML(elem_id="raqa-answers")
+            windows = gr.HTML(RunView().windows_html(), elem_id="raqa-windows")
+            with gr.Row():
+                scores = gr.Plot(label="BM25 score by rank", elem_id="raqa-scores")
+                meter = gr.Plot(label="Token meter", elem_id="raqa-tokens")
+            with gr.Accordion("All retrieved pages", open=False):
+                pages = gr.HTML(elem_id="raqa-pages")
+        with gr.Tab("Experiments", id="experiments"):
+            experiments_view()
         gr.HTML(f'<div class="raqa-footer">{ATTRIBUTION}</div>')
 
         def ask_here(question_, strategy_, order_, window_, k_, grounded_, rationale_):

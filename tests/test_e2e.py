@@ -36,8 +36,8 @@ CHROMIUM_ARGS = [
 ]
 ROOT = Path(__file__).resolve().parent.parent
 XSS_TITLE = '<script>window.__raqa_xss = "title"</script>Zebra facts'
-XSS_TEXT = 'Zebras live in Africa. <img src=x onerror="window.__raqa_xss = \'page\'"> Zebras have stripes.'
-XSS_QUESTION = 'Where do zebras live? <img src=x onerror="window.__raqa_xss = \'question\'">'
+XSS_TEXT = "Zebras live in Africa. <img src=x onerror=\"window.__raqa_xss = 'page'\"> Zebras have stripes."
+XSS_QUESTION = "Where do zebras live? <img src=x onerror=\"window.__raqa_xss = 'question'\">"
 
 
 def _free_port() -> int:
@@ -48,7 +48,10 @@ def _free_port() -> int:
 
 def _fruit_pages() -> list[Page]:
     # "apple" occurs a different number of times in each page, so BM25 gives them distinct ranks
-    pages = [Page(f"f{n}", f"Orchard note {n}", " ".join(["apple orchard harvest."] * n) + " Other words here.") for n in range(1, 11)]
+    pages = [
+        Page(f"f{n}", f"Orchard note {n}", " ".join(["apple orchard harvest."] * n) + " Other words here.")
+        for n in range(1, 11)
+    ]
     return pages + [Page("xss", XSS_TITLE, XSS_TEXT)]
 
 
@@ -75,7 +78,12 @@ def server(tmp_path_factory):
     )
     port = _free_port()
     demo = build_demo(service)
-    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, css=(ROOT / "assets" / "style.css").read_text())
+    demo.launch(
+        server_name="127.0.0.1",
+        server_port=port,
+        prevent_thread_lock=True,
+        css=(ROOT / "assets" / "style.css").read_text(),
+    )
     yield f"http://127.0.0.1:{port}"
     demo.close()
 
@@ -193,3 +201,20 @@ def test_the_default_app_answers_on_the_real_model(browser, tmp_path):
     finally:
         app.terminate()
         app.wait(timeout=30)
+
+
+def test_experiments_view_shows_every_committed_result_as_a_figure(page):
+    import json
+
+    records = [json.loads(p.read_text()) for p in sorted((ROOT / "assets" / "results").glob("*.json"))]
+    expected = sum(1 for r in records if r.get("experiment"))
+    page.get_by_role("tab", name="Experiments").click()
+    if expected == 0:
+        page.wait_for_selector(".raqa-empty", timeout=10000)
+        return
+    page.wait_for_function(
+        f"() => document.querySelectorAll('.raqa-experiment .js-plotly-plot').length >= {expected}", timeout=30000
+    )
+    assert page.locator(".raqa-experiment").count() == expected
+    captions = page.locator(".raqa-caption").all_inner_texts()
+    assert len(captions) == expected and all("python -m raqa experiment" in c for c in captions)

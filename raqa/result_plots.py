@@ -1,0 +1,181 @@
+"""Figures of the committed experiment results: one pure function per experiment, JSON record in, Figure out.
+
+Every point carries its 95% interval as an error bar and every title its sample size; published
+numbers from the paper, where the record has them, are drawn as dashed reference lines.
+"""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+COLOURS = ["#0969da", "#cf222e", "#1a7f37", "#8250df", "#bf8700"]
+_LAYOUT = dict(template="plotly_white", margin=dict(l=60, r=20, t=70, b=50), height=380)
+
+
+def _errors(estimates: list[dict]) -> dict:
+    return dict(
+        type="data",
+        symmetric=False,
+        array=[e["high"] - e["value"] for e in estimates],
+        arrayminus=[e["value"] - e["low"] for e in estimates],
+    )
+
+
+def _n(record: dict) -> str:
+    sample = record.get("sample", {})
+    return f"{record.get('dataset', '?')} test, n={sample.get('limit', '?')}, seed {sample.get('seed', '?')}"
+
+
+def recall_figure(record: dict) -> go.Figure:
+    results = record["results"]
+    figure = go.Figure()
+    for colour, (tokenizer, by_k) in zip(COLOURS, results["recall"].items(), strict=False):
+        ks = [int(k) for k in by_k]
+        estimates = list(by_k.values())
+        figure.add_scatter(
+            x=ks,
+            y=[e["value"] for e in estimates],
+            error_y=_errors(estimates),
+            name=f"BM25, {tokenizer} tokens",
+            mode="lines+markers",
+            line_color=colour,
+        )
+    ceiling = results["answer_anywhere_in_corpus"]["value"]
+    figure.add_hline(y=ceiling, line_dash="dot", annotation_text=f"answer anywhere in corpus: {ceiling:.0%}")
+    figure.update_layout(
+        title=f"Recall@K: a page holding the answer in the top K ({_n(record)})",
+        xaxis=dict(type="log", title="K"),
+        yaxis=dict(title="share of questions", tickformat=".0%"),
+        **_LAYOUT,
+    )
+    return figure
+
+
+def topk_vs_iterative_figure(record: dict) -> go.Figure:
+    configs = record["results"]["configs"]
+    names = [n.replace("_", " ") for n in configs]
+    figure = make_subplots(rows=1, cols=2, subplot_titles=("Answer quality", "Prompt tokens per question"))
+    for colour, metric in zip(COLOURS, ("exact_match", "contains_gold"), strict=False):
+        estimates = [c[metric] for c in configs.values()]
+        figure.add_bar(
+            x=names,
+            y=[e["value"] for e in estimates],
+            error_y=_errors(estimates),
+            name=metric.replace("_", " "),
+            marker_color=colour,
+            row=1,
+            col=1,
+        )
+    tokens = [c["prompt_tokens"] for c in configs.values()]
+    figure.add_bar(
+        x=names,
+        y=[e["value"] for e in tokens],
+        error_y=_errors(tokens),
+        name="prompt tokens",
+        marker_color="#8c959f",
+        row=1,
+        col=2,
+    )
+    figure.update_yaxes(tickformat=".0%", row=1, col=1)
+    figure.update_layout(title=f"Top-K versus iterative prompting ({_n(record)})", barmode="group", **_LAYOUT)
+    return figure
+
+
+def window_order_figure(record: dict) -> go.Figure:
+    rows = record["results"]["rows"]
+    figure = make_subplots(
+        rows=1,
+        cols=2,
+        subplot_titles=("Answer contains a gold answer", "Negative windows read before the first positive"),
+    )
+    for colour, order in zip(COLOURS, ("forward", "backward"), strict=False):
+        chosen = [r for r in rows if r["order"] == order]
+        sizes = [r["window"] for r in chosen]
+        quality = [r["contains_gold"] for r in chosen]
+        negatives = [r["negative_windows_before_first_positive"] for r in chosen]
+        figure.add_scatter(
+            x=sizes,
+            y=[e["value"] for e in quality],
+            error_y=_errors(quality),
+            name=order,
+            line_color=colour,
+            row=1,
+            col=1,
+        )
+        figure.add_scatter(
+            x=sizes,
+            y=[e["value"] for e in negatives],
+            error_y=_errors(negatives),
+            name=f"{order} (negatives)",
+            line_color=colour,
+            line_dash="dash",
+            row=1,
+            col=2,
+        )
+    figure.update_xaxes(title="window size w")
+    figure.update_yaxes(tickformat=".0%", row=1, col=1)
+    figure.update_layout(title=f"Window size and order, K={record['results']['k']} ({_n(record)})", **_LAYOUT)
+    return figure
+
+
+def negative_windows_figure(record: dict) -> go.Figure:
+    results = record["results"]
+    rows = results["rows"]
+    shots = [r["shots"] for r in rows]
+    figure = go.Figure()
+    series = {
+        "answered a negative window (false answer)": "false_answer_rate_on_negative",
+        "declined a positive window": "declined_on_positive",
+        "positive window: answer contains gold": "contains_gold_on_positive",
+    }
+    for colour, (label, key) in zip(COLOURS, series.items(), strict=False):
+        estimates = [r[key] for r in rows]
+        figure.add_scatter(
+            x=shots,
+            y=[e["value"] for e in estimates],
+            error_y=_errors(estimates),
+            name=label,
+            line_color=colour,
+            mode="lines+markers",
+        )
+    paper = record.get("paper", {}).get("false_answer_rate_zero_shot")
+    if paper is not None:
+        figure.add_hline(
+            y=paper, line_dash="dash", line_color="#57606a", annotation_text=f"paper, strong model, 0-shot: {paper:.1%}"
+        )
+    figure.update_layout(
+        title=f"Negative windows: {results['negative_windows']} negative and {results['positive_windows']} positive windows of w={results['window']} ({_n(record)})",
+        xaxis=dict(title="in-context examples (balanced)", tickvals=shots),
+        yaxis=dict(tickformat=".0%", range=[0, 1.05]),
+        **_LAYOUT,
+    )
+    return figure
+
+
+def unanswerable_figure(record: dict) -> go.Figure:
+    runs = record["results"]["runs"]
+    labels = {"default": "stop at first answer (paper)", "grounded_only": "accept only grounded answers"}
+    estimates = [runs[k]["ended_with_an_answer"] for k in labels if k in runs]
+    figure = go.Figure()
+    figure.add_bar(
+        x=[labels[k] for k in labels if k in runs],
+        y=[e["value"] for e in estimates],
+        error_y=_errors(estimates),
+        marker_color=["#cf222e", "#bf8700"],
+    )
+    figure.update_layout(
+        title=f"Unanswerable questions that still end with an answer ({record['results']['questions']} questions, {record.get('dataset')})",
+        yaxis=dict(tickformat=".0%", range=[0, 1.05], title="share of questions"),
+        **_LAYOUT,
+    )
+    return figure
+
+
+FIGURES = {
+    "recall": recall_figure,
+    "topk_vs_iterative": topk_vs_iterative_figure,
+    "window_order": window_order_figure,
+    "negative_windows": negative_windows_figure,
+    "unanswerable": unanswerable_figure,
+}
