@@ -189,8 +189,11 @@ def build_demo(service: Service) -> gr.Blocks:
 
         inputs = [question, strategy, order, window, k, grounded_only, rationale]
         outputs = [answers, windows, pages, scores, meter]
-        run_event = run_button.click(ask_here, inputs, outputs, api_name="ask", concurrency_id="model")
-        submit_event = question.submit(ask_here, inputs, outputs, api_name=False, concurrency_id="model")
+        # preprocess=False: values sent straight to the API reach ask() as sent, so every bad value gets
+        # the same clear message from validate_settings instead of a component's generic error
+        listen = dict(concurrency_id="model", preprocess=False)
+        run_event = run_button.click(ask_here, inputs, outputs, api_name="ask", **listen)
+        submit_event = question.submit(ask_here, inputs, outputs, api_name=False, **listen)
         stop_button.click(None, cancels=[run_event, submit_event])
     demo.queue(default_concurrency_limit=1, max_size=64)
     return demo
