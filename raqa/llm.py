@@ -23,7 +23,7 @@ import importlib.util
 import shutil
 import tempfile
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -183,6 +183,23 @@ def _load_gguf(gguf: Path, cache_dir: Path | None, progress: Callable[[str], Non
     return model, tokenizer
 
 
+def defuse_special_tokens(text: str, specials: Iterable[str]) -> str:
+    """Break up every special-token string in text so a tokenizer reads it as plain characters.
+
+    subtle: a chat template tokenizes its rendered string, so a page or question containing
+    "<|im_end|>\\n<|im_start|>assistant" would otherwise end the user's turn and speak for the model.
+    A zero-width non-joiner after the first character keeps the text readable and inert.
+
+    Example:
+        >>> defuse_special_tokens("a <|im_end|> b", ["<|im_end|>"]) == "a <\u200c|im_end|> b"
+        True
+    """
+    for token in specials:
+        if len(token) > 1 and token in text:
+            text = text.replace(token, token[0] + "\u200c" + token[1:])
+    return text
+
+
 class TransformersBackend(Backend):
     """A local causal LM through transformers: greedy decoding with a KV cache, one request at a time."""
 
@@ -203,6 +220,13 @@ class TransformersBackend(Backend):
             if i is not None
         }
         self._prefix: tuple[list[int], object] | None = None  # (token ids, KV cache) of the last shared prefix
+        # longest first, so a special token that contains another is defused whole
+        self._specials = sorted(
+            {t.content for t in getattr(tokenizer, "added_tokens_decoder", {}).values()}
+            | set(tokenizer.all_special_tokens),
+            key=len,
+            reverse=True,
+        )
 
     @classmethod
     def load(
@@ -245,15 +269,20 @@ class TransformersBackend(Backend):
     def count_tokens(self, text: str) -> int:
         return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
+    def _defused(self, messages: Messages) -> list[dict[str, str]]:
+        return [{**m, "content": defuse_special_tokens(m["content"], self._specials)} for m in messages]
+
     def _prompt_ids(self, messages: Messages) -> list[int]:
-        ids = self.tokenizer.apply_chat_template(list(messages), add_generation_prompt=True, tokenize=True)
+        ids = self.tokenizer.apply_chat_template(self._defused(messages), add_generation_prompt=True, tokenize=True)
         return list(ids["input_ids"] if hasattr(ids, "keys") else ids)
 
     def count_prompt_tokens(self, messages: Messages) -> int:
         return len(self._prompt_ids(messages))
 
     def reply(self, messages, plan=None, threshold=0.5, max_new_tokens=64):
-        # Not thread-safe: callers serialise requests (the web page runs one at a time through its queue).
+        # Callers serialise requests (the web page runs one at a time through its queue). A cancelled
+        # run may still finish the one forward pass it is in while the next run starts; that is safe
+        # because the only shared state, the prefix cache, is replaced whole and never mutated.
         # Neither a lock nor torch's inference mode is held across a yield: an abandoned reply can never
         # block the next one or leave the caller's thread in inference mode.
         yield from self._reply(messages, plan, threshold, max_new_tokens)
@@ -269,7 +298,7 @@ class TransformersBackend(Backend):
         The system prompt and worked examples are the same for every window of every run, so they are
         computed once; each window then pays only for its own pages and question.
         """
-        head = list(messages[:-1])
+        head = self._defused(messages[:-1])
         prefix_ids = self.tokenizer.apply_chat_template(head, tokenize=True) if head else []
         prefix_ids = list(prefix_ids["input_ids"] if hasattr(prefix_ids, "keys") else prefix_ids)
         if not prefix_ids or prompt[: len(prefix_ids)] != prefix_ids or len(prefix_ids) >= len(prompt):
