@@ -115,7 +115,45 @@ EXPERIMENT_LIMITS = {
     "window_order": 30,
     "negative_windows": 40,
     "unanswerable": 40,
+    "reader_comparison": 40,
 }
+POOL_FACTOR = {"negative_windows": 10, "unanswerable": 10, "reader_comparison": 20}
+
+
+def _reader_comparison(args, service, pool, positives, limit, progress) -> tuple[dict, float]:
+    """The base model and a trained reader (both loaded here) on the same test windows and questions."""
+    from raqa import experiments
+    from raqa.config import RunSettings
+    from raqa.llm import TransformersBackend
+    from raqa.questions import load_questions
+    from raqa.readers import BASE_READER, get_reader
+
+    reader = get_reader(args.reader)
+    tuned = TransformersBackend.load(
+        service.config.model, str(reader.adapter), service.config.cache_dir, lambda m: print(m, file=sys.stderr)
+    )
+    # unanswerable questions come from NQ test: more than half its answers are nowhere in the corpus
+    lost_pool = load_questions("nq", "test", args.unanswerable * 10, args.seed)
+    readers = {
+        BASE_READER.name: (service.backend, BASE_READER.settings(RunSettings()), {"label": BASE_READER.label}),
+        reader.name: (
+            tuned,
+            reader.settings(RunSettings()),
+            {"label": reader.label, "adapter": f"assets/readers/{reader.name}"},
+        ),
+    }
+    return experiments.timed(
+        experiments.reader_comparison,
+        pool,
+        lost_pool,
+        service.index,
+        readers,
+        positives,
+        limit,
+        args.questions,
+        args.unanswerable,
+        progress,
+    )
 
 
 def cmd_experiment(args: argparse.Namespace) -> int:
@@ -132,9 +170,7 @@ def cmd_experiment(args: argparse.Namespace) -> int:
     limit = args.limit or EXPERIMENT_LIMITS[name]
     try:
         # windows and unanswerable questions are drawn from a larger pool than they keep
-        pool = load_questions(
-            args.dataset, "test", limit * 10 if name in ("negative_windows", "unanswerable") else limit, args.seed
-        )
+        pool = load_questions(args.dataset, "test", limit * POOL_FACTOR.get(name, 1), args.seed)
         service = Service.load(_config(args), progress=lambda m: print(m, file=sys.stderr), load_model=name != "recall")
     except (QuestionsError, CorpusError, ModelError) as e:
         print(f"error: {e}", file=sys.stderr)
@@ -162,16 +198,24 @@ def cmd_experiment(args: argparse.Namespace) -> int:
         results, seconds = experiments.timed(
             experiments.negative_windows, pool, service.index, service.backend, base, positives, limit, progress
         )
-    else:
+    elif name == "unanswerable":
         results, seconds = experiments.timed(
             experiments.unanswerable, pool, service.index, service.backend, base, positives, limit, progress
         )
+    else:
+        try:
+            results, seconds = _reader_comparison(args, service, pool, positives, limit, progress)
+        except (QuestionsError, ModelError, ValueError) as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
     command = f"python -m raqa experiment {name} --dataset {args.dataset} --limit {limit} --seed {args.seed}"
+    if name == "reader_comparison":
+        command += f" --reader {args.reader} --questions {args.questions} --unanswerable {args.unanswerable}"
     provenance = {
         "command": command,
         "sample": {"split": "test", "limit": limit, "seed": args.seed, "pool": len(pool)},
         "model": None if name == "recall" else service.backend.name,
-        "adapter": service.config.adapter,
+        "adapter": f"assets/readers/{args.reader}" if name == "reader_comparison" else service.config.adapter,
         "corpus": f"{service.corpus_label} ({len(service.pages):,} pages)",
         "settings": experiments._settings(base),
         "seconds": round(seconds, 1),
@@ -180,6 +224,44 @@ def cmd_experiment(args: argparse.Namespace) -> int:
         name, args.dataset, results, provenance, Path(args.out) if args.out else experiments.RESULTS_DIR
     )
     print(f"wrote {path} in {seconds:.0f} s", file=sys.stderr)
+    return 0
+
+
+def cmd_train_reader(args: argparse.Namespace) -> int:
+    from raqa.config import default_cache_dir
+    from raqa.training import LoraSettings, train_reader
+
+    if args.limit < 4 or args.epochs < 1 or args.calibration < 1 or not 0 <= args.verdict_weight <= 1:
+        print(
+            "error: --limit must be at least 4, --epochs and --calibration at least 1, --verdict-weight from 0 to 1.",
+            file=sys.stderr,
+        )
+        return 2
+    settings = LoraSettings(
+        rank=args.rank,
+        alpha=args.alpha,
+        lr=args.lr,
+        epochs=args.epochs,
+        accumulation=args.accumulation,
+        verdict_weight=args.verdict_weight,
+        page_tokens=args.page_tokens,
+        seed=args.seed,
+    )
+    command = (
+        f"python -m raqa train-reader --limit {args.limit} --epochs {args.epochs} --lr {args.lr} --rank {args.rank} "
+        f"--alpha {args.alpha} --accumulation {args.accumulation} --verdict-weight {args.verdict_weight} "
+        f"--page-tokens {args.page_tokens} --calibration {args.calibration} --seed {args.seed} --out {args.out}"
+    )
+    card = train_reader(
+        Path(args.out),
+        args.limit,
+        settings,
+        Path(args.cache) if args.cache else default_cache_dir(),
+        command,
+        args.calibration,
+        say=lambda m: print(m, file=sys.stderr),
+    )
+    print(json.dumps({k: card[k] for k in ("answer_threshold", "calibration", "wall_seconds")}, indent=1))
     return 0
 
 
@@ -228,8 +310,27 @@ def build_parser() -> argparse.ArgumentParser:
     )
     experiment.add_argument("--seed", type=int, default=0)
     experiment.add_argument("--out", help="folder for the JSON (default assets/results)")
+    experiment.add_argument("--reader", default="abstain", help="reader_comparison: the trained reader's folder name")
+    experiment.add_argument("--questions", type=int, default=25, help="reader_comparison: questions per reading order")
+    experiment.add_argument(
+        "--unanswerable", type=int, default=30, help="reader_comparison: NQ test questions with no answer in the corpus"
+    )
     _add_model_options(experiment)
     experiment.set_defaults(func=cmd_experiment)
+    train = sub.add_parser("train-reader", help="build dev-split windows, train the abstention-tuned LoRA reader")
+    train.add_argument("--limit", type=int, default=560, help="training windows, half positive, half negative")
+    train.add_argument("--epochs", type=int, default=1)
+    train.add_argument("--lr", type=float, default=3e-4)
+    train.add_argument("--rank", type=int, default=8)
+    train.add_argument("--alpha", type=int, default=16)
+    train.add_argument("--accumulation", type=int, default=4, help="windows per optimiser step")
+    train.add_argument("--verdict-weight", type=float, default=0.5, help="share of the loss on the first reply token")
+    train.add_argument("--page-tokens", type=int, default=200, help="pages cut to this many tokens in training")
+    train.add_argument("--calibration", type=int, default=20, help="held-out dev windows per kind and dataset")
+    train.add_argument("--seed", type=int, default=0)
+    train.add_argument("--out", default="assets/readers/abstain", help="folder for the adapter and its card")
+    train.add_argument("--cache", help="cache folder for the index and model (env RAQA_CACHE)")
+    train.set_defaults(func=cmd_train_reader)
     return parser
 
 

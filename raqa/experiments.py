@@ -277,3 +277,92 @@ def load_results(out_dir: Path = RESULTS_DIR) -> dict[str, dict]:
 def timed(fn, *args, **kwargs) -> tuple[dict, float]:
     start = time.perf_counter()
     return fn(*args, **kwargs), time.perf_counter() - start
+
+
+# -- 6. base model versus a trained reader -------------------------------------------------------------
+def auc(negative: Sequence[float], positive: Sequence[float]) -> float:
+    """Probability that a random positive window scores above a random negative one (ties count half).
+
+    Example:
+        >>> auc([0.1, 0.2], [0.3, 0.2])
+        0.875
+    """
+    if not negative or not positive:
+        return float("nan")
+    wins = sum((p > n) + 0.5 * (p == n) for p in positive for n in negative)
+    return wins / (len(negative) * len(positive))
+
+
+def _answered(v: WindowVerdict) -> bool:
+    return v.verdict in ("answered", "unsupported")
+
+
+def score_windows(negative, positive, backend, settings: RunSettings) -> dict:
+    """One reader on fixed negative and positive windows: false answers, exact match, grounding, P(ANSWER)."""
+    on_negative = [_verdict(i, w, backend, settings) for i, w in negative]
+    on_positive = [(i, _verdict(i, w, backend, settings)) for i, w in positive]
+    answers = [v.reply.answer if _answered(v) else None for _, v in on_positive]
+    every = on_negative + [v for _, v in on_positive]
+    p_neg = [v.p_answer or 0.0 for v in on_negative]
+    p_pos = [v.p_answer or 0.0 for _, v in on_positive]
+    return {
+        "false_answer_rate_on_negative": _est([_answered(v) for v in on_negative]),
+        "exact_match_on_positive": _est(
+            [exact_match(a, i.answers) for (i, _), a in zip(on_positive, answers, strict=True)]
+        ),
+        "contains_gold_on_positive": _est(
+            [answer_contained(a, i.answers) for (i, _), a in zip(on_positive, answers, strict=True)]
+        ),
+        "declined_on_positive": _est([v.verdict == "not_found" for _, v in on_positive]),
+        "grounded_share_of_answers": _est([v.verdict == "answered" for v in every if _answered(v)]),
+        "grounded_on_positive": _est([v.verdict == "answered" for _, v in on_positive]),
+        "mean_p_answer_negative": _est(p_neg, "mean"),
+        "mean_p_answer_positive": _est(p_pos, "mean"),
+        "auc_p_answer": auc(p_neg, p_pos),
+    }
+
+
+def reader_comparison(
+    items: Sequence[QAItem],
+    unanswerable_pool: Sequence[QAItem],
+    index: BM25Index,
+    readers: dict[str, tuple[object, RunSettings, dict]],
+    positives: PositiveIndex,
+    per_kind: int,
+    questions_per_order: int,
+    unanswerable_questions: int,
+    progress: Progress,
+) -> dict:
+    """Each reader on the same test windows, the same iterative runs and the same unanswerable questions.
+
+    readers: name -> (backend, its run settings, a description kept in the record).
+    """
+    demo = RunSettings()
+    negative, positive = sample_windows(items, index, positives, demo, per_kind)
+    questions = list(items[:questions_per_order])
+    lost = [i for i in unanswerable_pool if not positives.anywhere(i.answers)][:unanswerable_questions]
+    results = {}
+    for name, (backend, settings, about) in progress(list(readers.items())):
+        runs = {
+            order: score_runs(
+                [(item, _final(item.question, index, backend, replace(settings, order=order))) for item in questions]
+            )
+            for order in ("forward", "backward")
+        }
+        finals = [(item, _final(item.question, index, backend, settings)) for item in lost]
+        results[name] = {
+            **about,
+            "settings": {**_settings(settings), "answer_threshold": settings.answer_threshold},
+            "windows": score_windows(negative, positive, backend, settings),
+            "iterative": runs,
+            "unanswerable": {"ended_with_an_answer": _est([f is not None and not f.abstained for _, f in finals])},
+        }
+    return {
+        "window": demo.window,
+        "k": demo.k,
+        "negative_windows": len(negative),
+        "positive_windows": len(positive),
+        "iterative_questions": len(questions),
+        "unanswerable_questions": len(lost),
+        "readers": results,
+    }

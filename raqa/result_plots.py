@@ -172,10 +172,58 @@ def unanswerable_figure(record: dict) -> go.Figure:
     return figure
 
 
+READER_METRICS = (  # label on the x axis -> where the estimate lives in a reader's record
+    ("false answers on negative windows", ("windows", "false_answer_rate_on_negative")),
+    ("exact match on positive windows", ("windows", "exact_match_on_positive")),
+    ("answers passing the grounding check", ("windows", "grounded_share_of_answers")),
+    ("iterative forward: exact match", ("iterative", "forward", "exact_match")),
+    ("iterative backward: exact match", ("iterative", "backward", "exact_match")),
+    ("unanswerable questions answered", ("unanswerable", "ended_with_an_answer")),
+)
+
+
+def _at(record: dict, path: tuple[str, ...]) -> dict:
+    for key in path:
+        record = record[key]
+    return record
+
+
+def reader_comparison_figure(record: dict) -> go.Figure:
+    """The base model and the trained reader side by side on each measurement (lower is better for false answers)."""
+    results = record["results"]
+    figure = go.Figure()
+    labels = [label for label, _ in READER_METRICS]
+    for colour, (name, reader) in zip(COLOURS, results["readers"].items(), strict=False):
+        estimates = [_at(reader, path) for _, path in READER_METRICS]
+        threshold = reader.get("settings", {}).get("answer_threshold")
+        figure.add_bar(
+            x=labels,
+            y=[e["value"] for e in estimates],
+            error_y=_errors(estimates),
+            name=f"{reader.get('label', name)} (threshold {threshold:.2f})" if threshold is not None else name,
+            marker_color=colour,
+            text=[f"{e['value']:.0%} (n={e['n']})" for e in estimates],
+            textposition="outside",
+        )
+    figure.update_layout(
+        title=(
+            f"Base model vs abstention-tuned reader: {results['negative_windows']} negative and "
+            f"{results['positive_windows']} positive windows of w={results['window']}, "
+            f"{results['iterative_questions']} questions per order, {results['unanswerable_questions']} "
+            f"unanswerable NQ questions ({_n(record)})"
+        ),
+        barmode="group",
+        yaxis=dict(tickformat=".0%", range=[0, 1.15], title="share"),
+        **{**_LAYOUT, "height": 460},
+    )
+    return figure
+
+
 FIGURES = {
     "recall": recall_figure,
     "topk_vs_iterative": topk_vs_iterative_figure,
     "window_order": window_order_figure,
     "negative_windows": negative_windows_figure,
     "unanswerable": unanswerable_figure,
+    "reader_comparison": reader_comparison_figure,
 }

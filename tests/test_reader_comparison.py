@@ -1,0 +1,72 @@
+"""The reader_comparison experiment with scripted readers, and its figure."""
+
+import pytest
+
+from raqa import experiments
+from raqa.config import RunSettings
+from raqa.corpus import Page
+from raqa.experiments import PositiveIndex
+from raqa.index import BM25Index
+from raqa.llm import ScriptedBackend
+from raqa.questions import QAItem
+from raqa.result_plots import FIGURES, reader_comparison_figure
+
+# The answer page shares only "monster" with the question, so BM25 ranks it last of six: with w=3 the first
+# window is negative and the second positive.
+PAGES = [
+    Page(str(i), f"Lake {i}", f"Lake {i} is a deep cold lake. No monster lives in lake {i}.") for i in range(1, 6)
+] + [Page("6", "Loch Ness", "Nessie is a monster said to live in a Scottish loch.")]
+ITEMS = [QAItem("t1", "What is the name of the monster in the deep cold lake?", ("Nessie",))]
+LOST = [QAItem("u1", "Who won the lake race of 1900?", ("Ada Quill",))]
+
+
+def answers_always(messages):
+    return "ANSWER: Nessie\nPAGE: 6\nSENTENCE: 1"
+
+
+def declines_unless_nessie(messages):
+    return answers_always(messages) if "Nessie" in messages[-1]["content"] else "NOT FOUND"
+
+
+def identity(items):
+    return items
+
+
+@pytest.fixture(scope="module")
+def record():
+    index = BM25Index.build(PAGES)
+    readers = {
+        "base": (ScriptedBackend(answers_always), RunSettings(), {"label": "Base"}),
+        "abstain": (ScriptedBackend(declines_unless_nessie), RunSettings(answer_threshold=0.7), {"label": "Tuned"}),
+    }
+    results = experiments.reader_comparison(ITEMS, LOST, index, readers, PositiveIndex(PAGES), 5, 1, 5, identity)
+    return {"experiment": "reader_comparison", "dataset": "tiny", "sample": {"limit": 5, "seed": 0}, "results": results}
+
+
+def test_both_readers_see_the_same_windows_and_questions(record):
+    results = record["results"]
+    assert (results["negative_windows"], results["positive_windows"]) == (1, 1)
+    assert (results["iterative_questions"], results["unanswerable_questions"]) == (1, 1)
+    base, tuned = results["readers"]["base"], results["readers"]["abstain"]
+    assert base["windows"]["false_answer_rate_on_negative"]["value"] == 1.0
+    assert tuned["windows"]["false_answer_rate_on_negative"]["value"] == 0.0
+    assert (
+        base["windows"]["exact_match_on_positive"]["value"]
+        == tuned["windows"]["exact_match_on_positive"]["value"]
+        == 1.0
+    )
+    # the base reader answers "Nessie" from a page that does not say it: not grounded
+    assert base["windows"]["grounded_share_of_answers"]["value"] == 0.5
+    assert tuned["windows"]["grounded_share_of_answers"]["value"] == 1.0
+    assert tuned["iterative"]["backward"]["exact_match"]["value"] == 1.0
+    assert base["unanswerable"]["ended_with_an_answer"]["value"] == 1.0
+    assert tuned["unanswerable"]["ended_with_an_answer"]["value"] == 0.0
+    assert tuned["settings"]["answer_threshold"] == 0.7
+
+
+def test_the_figure_draws_one_bar_series_per_reader_with_intervals(record):
+    assert FIGURES["reader_comparison"] is reader_comparison_figure
+    figure = reader_comparison_figure(record)
+    assert [trace.name for trace in figure.data] == ["Base (threshold 0.50)", "Tuned (threshold 0.70)"]
+    assert list(figure.data[0].y)[0] == 1.0 and list(figure.data[1].y)[0] == 0.0
+    assert all(trace.error_y.array is not None for trace in figure.data)
