@@ -8,8 +8,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from raqa.config import RunSettings
 from raqa.corpus import Page
+from raqa.engine import run
+from raqa.events import Final, WindowVerdict
 from raqa.index import Hit
+from raqa.llm import ScriptedBackend
 from raqa.prompts import (
     DEMONSTRATIONS,
     SYSTEM_PROMPT,
@@ -369,3 +373,48 @@ def test_demonstrations_alternate_answer_and_decline_and_their_answers_are_groun
     for user, reply in DEMONSTRATIONS[::2]:
         question = user.split("Question: ")[1]
         assert check(parse_reply(reply), _demo_pages(user), question).supported, question
+
+
+WELL_FORMED = [
+    "ANSWER: Leonardo da Vinci\nPAGE: p3\nSENTENCE: 1\n",
+    "ANSWER: Paris\nPAGE: p3\nQUOTE: It hangs in the Louvre museum in Paris.\n",
+    "NOT FOUND\nREASON: None of these pages says when the wall was painted.\n",
+    "ANSWER: 1953\nPAGE: p2\nSENTENCE: 3\nREASON: The page says so.\n",
+]
+
+
+@st.composite
+def truncated_or_mixed(draw) -> str:
+    """A well-formed reply cut anywhere, spliced with another, or with a fragment dropped in."""
+    first = draw(st.sampled_from(WELL_FORMED))
+    cut = draw(st.integers(0, len(first)))
+    text = first[:cut]
+    if draw(st.booleans()):
+        second = draw(st.sampled_from(WELL_FORMED))
+        text += second[draw(st.integers(0, len(second))) :]
+    if draw(st.booleans()):
+        at = draw(st.integers(0, len(text)))
+        text = text[:at] + draw(st.one_of(st.sampled_from(FRAGMENTS), st.text(max_size=6))) + text[at:]
+    return text
+
+
+@settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(truncated_or_mixed())
+def test_truncated_and_mixed_replies_parse_to_a_defined_kind(raw: str) -> None:
+    reply = parse_reply(raw)
+    assert reply.kind in ("answer", "not_found", "unparseable")
+    first_line = raw[len("ANSWER: ") :].splitlines()[0] if raw[len("ANSWER: ") :].strip() else ""
+    if raw.startswith("ANSWER: ") and first_line.strip():
+        assert reply.kind == "answer"  # a reply cut after its answer still counts as an answer
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.one_of(truncated_or_mixed(), replies))
+def test_any_reply_ends_its_window_in_a_defined_verdict(tiny_index, raw: str) -> None:
+    """Through the whole path: parser, grounding check and engine, with the window holding every page."""
+    question = "bee everest mona photosynthesis danube chess curie wall"  # retrieves all eight tiny pages
+    events = list(run(question, tiny_index, ScriptedBackend([raw]), RunSettings(window=8, k=8)))
+    verdicts = [e for e in events if isinstance(e, WindowVerdict)]
+    assert len(verdicts) == 1
+    assert verdicts[0].verdict in ("answered", "unsupported", "not_found", "unparseable")
+    assert isinstance(events[-1], Final)
