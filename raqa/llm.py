@@ -240,6 +240,7 @@ class TransformersBackend(Backend):
         then apply a peft adapter folder if given."""
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
+        cls.check_paths(model, adapter)
         try:
             if model is None or model.endswith(".gguf"):
                 gguf = embedded_model_path() if model is None else Path(model)
@@ -257,14 +258,26 @@ class TransformersBackend(Backend):
         except Exception as e:
             raise ModelError(f"Could not load the model {model or EMBEDDED_MODEL_NAME}: {type(e).__name__}: {e}") from e
         if adapter:
-            if not (Path(adapter) / "adapter_config.json").is_file():
-                raise ModelError(f"No peft adapter at {adapter} (expected adapter_config.json there).")
             from peft import PeftModel
 
             progress(f"Applying the adapter {adapter}")
             lm = PeftModel.from_pretrained(lm, adapter).merge_and_unload()
             name = f"{name} + {Path(adapter).name}"
         return cls(lm, tokenizer, name)
+
+    @staticmethod
+    def check_paths(model: str | None, adapter: str | None) -> None:
+        """Fail fast, before anything is loaded or cached, on a model or adapter path that is not there.
+
+        A model given as an absolute or ./relative path, or as a .gguf file, must exist; anything else
+        may be a Hugging Face id and is checked when it loads.
+        """
+        if model is not None:
+            local = model.endswith(".gguf") or model.startswith(("/", "./", "../", "~"))
+            if local and not Path(model).expanduser().exists():
+                raise ModelError(f"No model at {model}: give a .gguf file, a model folder or a Hugging Face id.")
+        if adapter and not (Path(adapter).expanduser() / "adapter_config.json").is_file():
+            raise ModelError(f"No peft adapter at {adapter} (expected adapter_config.json there).")
 
     def count_tokens(self, text: str) -> int:
         return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])

@@ -35,6 +35,8 @@ class Service:
     ) -> Service:
         """Load corpus, index and model (or use the given backend); raises CorpusError or ModelError."""
         timings: dict[str, float] = {}
+        if backend is None and load_model:
+            TransformersBackend.check_paths(config.model, config.adapter)  # before anything is cached
         start = time.perf_counter()
         progress(f"Loading the corpus: {corpus_name(config.corpus)}")
         pages = load_corpus(config.corpus)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -187,3 +188,70 @@ def test_human_output_when_not_found(tiny_service, broad_question: str, capsys: 
     tiny_service(DECLINE)
     assert main(["ask", broad_question, "--window", "8"]) == 0
     assert capsys.readouterr().out == "\nanswer not found\n"
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("--model", "/no/such/model", "error: No model at /no/such/model"),
+        ("--model", "missing.gguf", "error: No model at missing.gguf"),
+        ("--adapter", "/no/such/adapter", "error: No peft adapter at /no/such/adapter"),
+    ],
+)
+def test_missing_model_or_adapter_exits_2_and_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture, option: str, value: str, message: str
+) -> None:
+    corpus = tmp_path / "pages.jsonl"
+    corpus.write_text('{"id": "1", "title": "A", "text": "Apples are red."}\n')
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "keep.txt").write_text("an earlier cache file")
+    before = _files(tmp_path)
+    assert main(["ask", "apples?", "--corpus", str(corpus), "--cache", str(cache), option, value]) == 2
+    assert message in capsys.readouterr().err
+    assert _files(tmp_path) == before  # no index was built, nothing was changed or removed
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"RAQA_CORPUS": "/no/such/pages.jsonl"}, "error: /no/such/pages.jsonl: no such corpus file."),
+        ({"RAQA_ADAPTER": "/no/such/adapter"}, "error: No peft adapter at /no/such/adapter"),
+        ({"RAQA_MODEL": "/no/such/model.gguf"}, "error: No model at /no/such/model.gguf"),
+    ],
+)
+def test_app_with_a_bad_configuration_says_why_and_exits(tmp_path: Path, env: dict, message: str) -> None:
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    (cache / "keep.txt").write_text("an earlier cache file")
+    result = subprocess.run(
+        [sys.executable, "app.py"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "RAQA_CACHE": str(cache), "GRADIO_ANALYTICS_ENABLED": "False", **env},
+    )
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+    assert _files(cache) == {"keep.txt": b"an earlier cache file"}
+
+
+def test_app_with_a_malformed_corpus_names_the_line(tmp_path: Path) -> None:
+    corpus = tmp_path / "pages.jsonl"
+    corpus.write_text('{"id": "1", "title": "A", "text": "x"}\nnot json\n')
+    result = subprocess.run(
+        [sys.executable, "app.py"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "RAQA_CORPUS": str(corpus), "RAQA_CACHE": str(tmp_path / "cache")},
+    )
+    assert result.returncode == 2 and f"error: {corpus}, line 2" in result.stderr
+    assert "Traceback" not in result.stderr
