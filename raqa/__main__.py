@@ -109,6 +109,83 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return bench_main(args)
 
 
+def _write_json(path: str, data: dict) -> None:
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+    print(f"wrote {out}", file=sys.stderr)
+
+
+def _progress_line(label: str):
+    def show(done: int, total: int) -> None:
+        print(f"\r{label}: {done}/{total}", end="\n" if done == total else "", file=sys.stderr, flush=True)
+
+    return show
+
+
+def _sample_questions(count: int, seed: int) -> list[str]:
+    from raqa.questions import load_questions
+
+    return [item.question for item in load_questions("nq", "test", limit=count, seed=seed)]
+
+
+def cmd_load_test(args: argparse.Namespace) -> int:
+    """Serve the page on the real model and send one NQ question per session, all at once."""
+    from raqa import reliability
+    from raqa.service import Service
+
+    service = Service.load(_config(args), progress=lambda m: print(m, file=sys.stderr))
+    questions = _sample_questions(args.sessions, args.seed)
+    form = ("Iterative", "forward", args.window, args.k, False, False)
+    demo, url = reliability.serve(service)
+    try:
+        results = reliability.drive_sessions(url, questions, form, progress=_progress_line("sessions done"))
+        after = reliability.drive_sessions(url, questions[:1], form)
+    finally:
+        demo.close()
+    summary = reliability.summarise(results)
+    own = reliability.own_run_check(service, results, args.k)
+    summary |= {
+        "own_run_only": sum(own),
+        "server_answered_afterwards": after[0].error is None,
+        "form": list(form),
+        "seconds": [r.seconds for r in results],
+        "concurrency_limit": 1,
+    }
+    print(
+        f"{summary['completed']}/{summary['sessions']} sessions completed, {sum(own)} with their own run only; "
+        f"p50 {summary['p50_s']:.1f} s, p95 {summary['p95_s']:.1f} s, max {summary['max_s']:.1f} s"
+    )
+    command = (
+        f"python -m raqa load-test --sessions {args.sessions} --window {args.window} --k {args.k} "
+        f"--seed {args.seed} --out {args.out}"
+    )
+    _write_json(args.out, reliability.record("load_test", command, service, summary))
+    return 0 if summary["completed"] == summary["sessions"] and all(own) else 1
+
+
+def cmd_soak(args: argparse.Namespace) -> int:
+    """Run questions one after another through the page's generator and record memory after each."""
+    from raqa import reliability
+    from raqa.service import Service
+
+    service = Service.load(_config(args), progress=lambda m: print(m, file=sys.stderr))
+    questions = _sample_questions(args.questions, args.seed)
+    form = ("Iterative", "forward", args.window, args.k, False, False)
+    result = reliability.soak(service, questions, args.runs, form, progress=_progress_line("runs"))
+    result |= {"form": list(form), "distinct_questions": len(questions)}
+    print(
+        f"{args.runs} runs: RSS {result['rss_after_warmup_mib']:.0f} MiB after {result['warmup_runs']} runs, "
+        f"{result['rss_last_mib']:.0f} MiB at the end ({result['growth_after_warmup_mib']:+.1f} MiB)"
+    )
+    command = (
+        f"python -m raqa soak --runs {args.runs} --questions {args.questions} --window {args.window} --k {args.k} "
+        f"--seed {args.seed} --out {args.out}"
+    )
+    _write_json(args.out, reliability.record("soak", command, service, result))
+    return 0
+
+
 EXPERIMENT_LIMITS = {
     "recall": 1000,
     "topk_vs_iterative": 50,
@@ -331,6 +408,23 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--out", default="assets/readers/abstain", help="folder for the adapter and its card")
     train.add_argument("--cache", help="cache folder for the index and model (env RAQA_CACHE)")
     train.set_defaults(func=cmd_train_reader)
+    load = sub.add_parser("load-test", help="many sessions at once through the served page's API (real model)")
+    load.add_argument("--sessions", type=int, default=20)
+    load.add_argument("--window", type=int, default=3, help="the page's default")
+    load.add_argument("--k", type=int, default=15, help="the page's default")
+    load.add_argument("--seed", type=int, default=0)
+    load.add_argument("--out", default="assets/results/load-test.json")
+    _add_model_options(load)
+    load.set_defaults(func=cmd_load_test)
+    soak = sub.add_parser("soak", help="memory over many consecutive runs through the page's generator")
+    soak.add_argument("--runs", type=int, default=200)
+    soak.add_argument("--questions", type=int, default=50, help="distinct NQ test questions, cycled")
+    soak.add_argument("--window", type=int, default=5)
+    soak.add_argument("--k", type=int, default=5)
+    soak.add_argument("--seed", type=int, default=0)
+    soak.add_argument("--out", default="assets/results/soak.json")
+    _add_model_options(soak)
+    soak.set_defaults(func=cmd_soak)
     return parser
 
 

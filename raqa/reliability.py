@@ -161,3 +161,36 @@ def soak(
         "growth_after_warmup_mib": memory[-1] - memory[settle - 1],
         "warmup_runs": settle,
     }
+
+
+def own_run_check(service: Service, results: Sequence[SessionResult], k: int) -> list[bool]:
+    """Did each session get its own run? Its retrieved pages must be those of its own question."""
+    from raqa.render import esc
+
+    checks = []
+    for result in results:
+        hits = service.index.search(result.question, k)
+        pages_html = result.final[2] if result.final else ""
+        checks.append(bool(hits) and all(f'data-page-id="{esc(h.page.id)}"' in pages_html for h in hits))
+    return checks
+
+
+def record(kind: str, command: str, service: Service, results: dict) -> dict:
+    """A result file's content: what was measured, by which command, on what model, corpus and machine."""
+    import os
+    import platform
+    from datetime import UTC, datetime
+
+    from raqa.experiments import code_version
+
+    return {
+        "measurement": kind,
+        "command": command,
+        "model": service.backend.name if service.backend else None,
+        "corpus": f"{service.corpus_label} ({len(service.pages):,} pages)",
+        "code_version": code_version(),
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
+        "load_average_before": os.getloadavg()[0],
+        "results": results,
+    }

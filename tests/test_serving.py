@@ -238,3 +238,38 @@ def test_session_threads_do_not_leak(server):
     drive_sessions(server, [_question(4), _question(5)], timeout=60)
     time.sleep(0.5)
     assert threading.active_count() <= before + 2
+
+
+@pytest.fixture
+def cli_on_the_serving_corpus(monkeypatch, backend, cache):
+    """`python -m raqa load-test/soak` on the serving corpus and scripted model, with animal questions."""
+    import raqa.__main__ as cli
+
+    pages = _pages()
+    service = Service(AppConfig(cache_dir=cache), pages, BM25Index.build(pages), backend, "serving test corpus", {})
+    monkeypatch.setattr(Service, "load", classmethod(lambda cls, config, **kwargs: service))
+    monkeypatch.setattr(cli, "_sample_questions", lambda count, seed: [_question(i) for i in range(count)])
+    return cli.main
+
+
+def test_load_test_command_writes_its_measurements(cli_on_the_serving_corpus, tmp_path):
+    import json
+
+    out = tmp_path / "load.json"
+    assert cli_on_the_serving_corpus(["load-test", "--sessions", "6", "--out", str(out)]) == 0
+    record = json.loads(out.read_text())
+    results = record["results"]
+    assert record["command"].startswith("python -m raqa load-test --sessions 6")
+    assert (results["sessions"], results["completed"], results["own_run_only"]) == (6, 6, 6)
+    assert results["server_answered_afterwards"] and 0 < results["p50_s"] <= results["p95_s"]
+    assert record["model"] == "scripted" and record["corpus"] == "serving test corpus (36 pages)"
+
+
+def test_soak_command_writes_memory_after_every_run(cli_on_the_serving_corpus, tmp_path):
+    import json
+
+    out = tmp_path / "soak.json"
+    assert cli_on_the_serving_corpus(["soak", "--runs", "12", "--questions", "4", "--out", str(out)]) == 0
+    results = json.loads(out.read_text())["results"]
+    assert results["runs"] == 12 and len(results["rss_mib"]) == 12 and len(results["seconds"]) == 12
+    assert results["distinct_questions"] == 4
