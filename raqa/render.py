@@ -31,12 +31,18 @@ BADGES = {
     "not_found": ("not-found", "Not found"),
     "unparseable": ("unparseable", "Unparseable"),
     "reading": ("reading", "Reading…"),
+    "stopped": ("stopped", "Stopped"),
 }
 
 
 def esc(text: object) -> str:
     """Escape any value for HTML text or attribute context."""
     return escape(str(text), quote=True)
+
+
+def mark_stopped(html: str) -> str:
+    """The page after Stop: whatever was still being read is marked stopped, the rest stays as it was."""
+    return html.replace(badge("reading"), badge("stopped")) if isinstance(html, str) else ""
 
 
 def badge(verdict: str) -> str:

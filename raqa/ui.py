@@ -17,7 +17,7 @@ from raqa.engine import run
 from raqa.events import Final, ReplyDelta, WindowVerdict
 from raqa.experiments import load_results
 from raqa.plots import message_figure, safe, score_by_rank, token_meter
-from raqa.render import RunView, esc
+from raqa.render import RunView, esc, mark_stopped
 from raqa.result_plots import FIGURES
 from raqa.service import Service
 
@@ -190,11 +190,20 @@ def build_demo(service: Service) -> gr.Blocks:
         inputs = [question, strategy, order, window, k, grounded_only, rationale]
         outputs = [answers, windows, pages, scores, meter]
         # preprocess=False: values sent straight to the API reach ask() as sent, so every bad value gets
-        # the same clear message from validate_settings instead of a component's generic error
-        listen = dict(concurrency_id="model", preprocess=False)
+        # the same clear message from validate_settings instead of a component's generic error.
+        # trigger_mode="multiple": a Run clicked right after Stop, while the cancel is still settling,
+        # queues a new run; in the default mode that click is silently lost.
+        listen = dict(concurrency_id="model", preprocess=False, trigger_mode="multiple")
         run_event = run_button.click(ask_here, inputs, outputs, api_name="ask", **listen)
         submit_event = question.submit(ask_here, inputs, outputs, api_name=False, **listen)
-        stop_button.click(None, cancels=[run_event, submit_event])
+        stop_button.click(
+            lambda answers_, windows_: (mark_stopped(answers_), mark_stopped(windows_)),
+            [answers, windows],
+            [answers, windows],
+            cancels=[run_event, submit_event],
+            queue=False,
+            api_name=False,
+        )
     demo.queue(default_concurrency_limit=1, max_size=64)
     return demo
 

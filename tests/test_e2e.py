@@ -64,7 +64,12 @@ def _script(messages) -> str:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
+def backend() -> ScriptedBackend:
+    return ScriptedBackend(_script)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, backend):
     from raqa.ui import build_demo
 
     pages = _fruit_pages()
@@ -72,7 +77,7 @@ def server(tmp_path_factory):
         AppConfig(cache_dir=tmp_path_factory.mktemp("cache")),
         pages,
         BM25Index.build(pages),
-        ScriptedBackend(_script),
+        backend,
         "test corpus",
         {},
     )
@@ -148,6 +153,27 @@ def test_backward_order_reads_lowest_ranked_pages_first(page):
     backward = _first_window_ranks(page)
     assert forward == ["#1", "#2", "#3"]
     assert backward == ["#8", "#9", "#10"]  # 10 pages match; backward starts with the lowest three
+
+
+def test_stop_ends_the_run_and_the_next_one_starts_within_two_seconds(page, backend):
+    page.locator("#raqa-window input[type=number]").fill("1")
+    page.locator("#raqa-window input[type=number]").press("Enter")
+    _ask(page, "apple orchard harvest")  # ten one-page windows, 0.8 s each
+    page.wait_for_selector('.raqa-window[data-window="2"]', timeout=30000)
+    page.locator("#raqa-stop").click()
+    stopped_at = len(backend.requests)
+    page.wait_for_selector("#raqa-answers .raqa-stopped", timeout=5000)  # the viewer sees that it stopped
+    assert page.locator("#raqa-windows .raqa-reading").count() == 0
+    started = time.perf_counter()
+    _ask(page, XSS_QUESTION)
+    # the new run's first window (the zebra page) is on screen: the worker was free
+    first_window = '#raqa-windows .raqa-window[data-window="1"] .raqa-page[data-page-id="xss"]'
+    page.wait_for_selector(first_window, state="attached", timeout=10000)
+    assert time.perf_counter() - started < 2.0
+    page.wait_for_selector(".raqa-final-text", timeout=30000)
+    orchard = [m for m in backend.requests[stopped_at:] if "apple orchard" in m[-1]["content"]]
+    assert len(orchard) <= 1  # the stopped run asked the model at most once more (the reply in progress)
+    assert page.locator(".raqa-window").count() == 1 and "Africa" in page.locator("#raqa-answers").inner_text()
 
 
 def test_hostile_page_question_and_reply_are_shown_as_text(page):
