@@ -31,14 +31,16 @@ class AppConfig:
     model: str | None = None  # HF model id, local folder or .gguf file; None = embedded SmolLM2-135M
     adapter: str | None = None  # optional peft adapter folder applied on top of the model
     cache_dir: Path = Path.home() / ".cache" / "raqa"  # BM25 index and dequantised model live here
+    reader: str | None = None  # the reader the page starts with (a folder under assets/readers, or "base")
 
     @classmethod
     def from_env(cls, **overrides: object) -> AppConfig:
-        """Read RAQA_CORPUS, RAQA_MODEL, RAQA_ADAPTER, RAQA_CACHE; explicit overrides win when not None."""
+        """Read RAQA_CORPUS, RAQA_MODEL, RAQA_ADAPTER, RAQA_CACHE, RAQA_READER; explicit overrides win when not None."""
         env = {
             "corpus": os.environ.get("RAQA_CORPUS") or None,
             "model": os.environ.get("RAQA_MODEL") or None,
             "adapter": os.environ.get("RAQA_ADAPTER") or None,
+            "reader": os.environ.get("RAQA_READER") or None,
             "cache_dir": default_cache_dir(),
         }
         env.update({k: v for k, v in overrides.items() if v is not None})

@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from raqa.config import AppConfig
 from raqa.corpus import Page, corpus_name, load_corpus
 from raqa.index import BM25Index, load_or_build
 from raqa.llm import Backend, TransformersBackend
+from raqa.readers import BASE_READER, Reader, available_readers
+
+# The reader the page starts with, unless RAQA_READER says otherwise (see README: chosen by measurement).
+DEFAULT_READER = BASE_READER.name
 
 
 @dataclass
@@ -24,6 +28,21 @@ class Service:
     backend: Backend | None  # None only when loaded without a model (retrieval-only work)
     corpus_label: str
     timings: dict[str, float]
+    # the readers a visitor can choose, name -> (reader, its backend); the first is the default.
+    # Empty means one reader: the base model on `backend`.
+    readers: dict[str, tuple[Reader, Backend]] = field(default_factory=dict)
+
+    def reader(self, name: str | None = None) -> tuple[Reader, Backend]:
+        """The reader called name (None = the default) with its backend; KeyError lists the names."""
+        if not self.readers:
+            if name in (None, BASE_READER.name):
+                return BASE_READER, self.backend
+            raise KeyError(f"Invalid reader: {name!r}. Choose from: {BASE_READER.name}.")
+        if name is None:
+            return next(iter(self.readers.values()))
+        if name not in self.readers:
+            raise KeyError(f"Invalid reader: {name!r}. Choose from: {', '.join(self.readers)}.")
+        return self.readers[name]
 
     @classmethod
     def load(
@@ -49,8 +68,30 @@ class Service:
         )
         timings["index_s"] = time.perf_counter() - start
         start = time.perf_counter()
+        readers: dict[str, tuple[Reader, Backend]] = {}
         if backend is None and load_model:
             backend = TransformersBackend.load(config.model, config.adapter, config.cache_dir, progress)
+            readers = _load_readers(config, backend, progress)
         timings["model_s"] = time.perf_counter() - start
         progress(f"Ready: {len(pages):,} pages, model {backend.name if backend else 'not loaded'}")
-        return cls(config, pages, index, backend, corpus_name(config.corpus), timings)
+        return cls(config, pages, index, backend, corpus_name(config.corpus), timings, readers)
+
+
+def _load_readers(
+    config: AppConfig, base: Backend, progress: Callable[[str], None]
+) -> dict[str, tuple[Reader, Backend]]:
+    """The shipped readers, when the page runs the embedded model they were trained on and no adapter of
+    its own; the configured default reader first."""
+    if config.model is not None or config.adapter is not None:
+        return {}
+    readers = {BASE_READER.name: (BASE_READER, base)}
+    for reader in available_readers():
+        if reader.adapter is not None:
+            readers[reader.name] = (
+                reader,
+                TransformersBackend.load(None, str(reader.adapter), config.cache_dir, progress),
+            )
+    first = (
+        config.reader if config.reader in readers else DEFAULT_READER if DEFAULT_READER in readers else BASE_READER.name
+    )
+    return {first: readers[first], **{k: v for k, v in readers.items() if k != first}}

@@ -17,6 +17,7 @@ from raqa.engine import run
 from raqa.events import Final, ReplyDelta, WindowVerdict
 from raqa.experiments import load_results
 from raqa.plots import message_figure, safe, score_by_rank, token_meter
+from raqa.readers import BASE_READER
 from raqa.render import RunView, esc, mark_stopped
 from raqa.result_plots import FIGURES
 from raqa.service import Service
@@ -50,22 +51,32 @@ def _figures(view: RunView, verdicts: list[WindowVerdict], k: int):
     return scores, meter
 
 
-def ask(service: Service, question, strategy, order, window, k, grounded_only, rationale):
+def ask(service: Service, question, strategy, order, window, k, grounded_only, rationale, reader=None):
     """Stream the page's outputs: answers, windows, pages, score chart, token meter."""
     try:
         question = clean_question(question)
-        strategies = STRATEGIES.get(strategy)
+        strategies = STRATEGIES.get(strategy) if isinstance(strategy, str) else None
         if strategies is None:
             raise SettingsError(f"Invalid strategy: {strategy!r}. Choose from: {', '.join(STRATEGIES)}.")
-        settings = [validate_settings(s, order, window, k, grounded_only, rationale) for s in strategies]
+        if reader is not None and not isinstance(reader, str):
+            raise SettingsError(f"The reader must be a name, got {type(reader).__name__}.")
+        try:
+            chosen, backend = service.reader(reader)
+        except KeyError as e:
+            raise SettingsError(e.args[0]) from None
+        settings = [
+            chosen.settings(validate_settings(s, order, window, k, grounded_only, rationale)) for s in strategies
+        ]
     except SettingsError as e:
         message = f'<div class="raqa-answer raqa-failed">{esc(e)}</div>'
         yield message, gr.skip(), gr.skip(), gr.skip(), gr.skip()
         return
-    views = [RunView(title=TITLES[s.strategy]) for s in settings]
+    # with a choice of readers, every answer says which reader gave it
+    suffix = f" · {chosen.label}" if len(service.readers) > 1 else ""
+    views = [RunView(title=TITLES[s.strategy] + suffix) for s in settings]
     verdicts: list[list[WindowVerdict]] = [[] for _ in settings]
     for i, run_settings in enumerate(settings):
-        for event in run(question, service.index, service.backend, run_settings):
+        for event in run(question, service.index, backend, run_settings):
             views[i].update(event)
             if isinstance(event, WindowVerdict):
                 verdicts[i].append(event)
@@ -173,6 +184,18 @@ def build_demo(service: Service) -> gr.Blocks:
                         value=False, label="Accept only grounded answers (an unsupported answer counts as a decline)"
                     )
                     rationale = gr.Checkbox(value=False, label="Ask for a reason on declined windows (slower)")
+                    choices = [(r.label, name) for name, (r, _) in service.readers.items()] or [
+                        (BASE_READER.label, BASE_READER.name)
+                    ]
+                    reader = gr.Radio(
+                        choices,
+                        value=choices[0][1],
+                        label="Reader (the model that reads the windows)",
+                        info="The abstention-tuned reader is the same model with a LoRA adapter trained to say "
+                        "NOT FOUND on windows without the answer; see the Experiments tab for how it compares.",
+                        visible=len(choices) > 1,
+                        elem_id="raqa-reader",
+                    )
             answers = gr.HTML(elem_id="raqa-answers")
             windows = gr.HTML(RunView().windows_html(), elem_id="raqa-windows")
             with gr.Row():
@@ -184,10 +207,10 @@ def build_demo(service: Service) -> gr.Blocks:
             experiments_view()
         gr.HTML(f'<div class="raqa-footer">{ATTRIBUTION}</div>')
 
-        def ask_here(question_, strategy_, order_, window_, k_, grounded_, rationale_):
-            yield from ask(service, question_, strategy_, order_, window_, k_, grounded_, rationale_)
+        def ask_here(question_, strategy_, order_, window_, k_, grounded_, rationale_, reader_=None):
+            yield from ask(service, question_, strategy_, order_, window_, k_, grounded_, rationale_, reader_)
 
-        inputs = [question, strategy, order, window, k, grounded_only, rationale]
+        inputs = [question, strategy, order, window, k, grounded_only, rationale, reader]
         outputs = [answers, windows, pages, scores, meter]
         # preprocess=False: values sent straight to the API reach ask() as sent, so every bad value gets
         # the same clear message from validate_settings instead of a component's generic error.

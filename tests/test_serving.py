@@ -192,6 +192,10 @@ BAD_API_VALUES = [
     (("zebras?", "Iterative", "forward", 3, [15], False, False), "K must be a whole number"),
     (("zebras?", "Iterative", "forward", 3, 15, "yes", False), "grounded_only must be true or false"),
     (("zebras?", "Iterative", "forward", 3, 15, False, None), "rationale must be true or false"),
+    (
+        ("zebras?", "Iterative", "forward", 3, 15, False, False, "the best one"),
+        "Invalid reader: &#x27;the best one&#x27;. Choose from: base.",
+    ),
 ]
 
 

@@ -55,3 +55,25 @@ def test_streamed_tokens_do_not_redraw_the_charts(service):
     drawn = [o for o in outputs if hasattr(o[3], "to_dict")]
     assert skipped and drawn
     assert "Pie is here" in outputs[-1][0]
+
+
+def test_the_chosen_reader_reads_and_is_named_in_the_answer(service, tmp_path):
+    from raqa.readers import BASE_READER, Reader
+
+    tuned_backend = ScriptedBackend(lambda m: "ANSWER: Apple note 6\nPAGE: 6\nSENTENCE: 1")
+    tuned = Reader("tuned", "Tuned reader", tmp_path, answer_threshold=0.7, shots=0, page_tokens=100)
+    service.readers = {"base": (BASE_READER, service.backend), "tuned": (tuned, tuned_backend)}
+    outputs = list(ask(service, "apple", "Iterative", "forward", 3, 10, False, False, "tuned"))
+    answers = outputs[-1][0]
+    assert "Iterative · Tuned reader" in answers and "Apple note 6" in answers
+    assert len(tuned_backend.requests) == 1 and service.backend.requests == []
+    # the reader's calibrated settings were used: no worked examples in the prompt
+    assert [m["role"] for m in tuned_backend.requests[0]] == ["system", "user"]
+    base = list(ask(service, "apple", "Iterative", "forward", 3, 10, False, False, "base"))
+    assert "Iterative · Base model" in base[-1][0] and service.backend.requests
+
+
+@pytest.mark.parametrize("reader", ["nonexistent", 3, ["base"]])
+def test_an_unknown_reader_gets_a_message(service, reader):
+    outputs = list(ask(service, "apple", "Iterative", "forward", 3, 10, False, False, reader))
+    assert len(outputs) == 1 and "reader" in outputs[0][0] and "raqa-failed" in outputs[0][0]
