@@ -28,7 +28,7 @@ from raqa.events import (
     WindowVerdict,
 )
 from raqa.index import BM25Index, Hit
-from raqa.llm import Backend, Choice, ReplyPlan, Step, Usage
+from raqa.llm import Backend, Choice, ModelError, ReplyPlan, Step, Usage
 from raqa.prompts import (
     ANSWER_WORD,
     DEMONSTRATIONS,
@@ -173,10 +173,14 @@ def run(question: str, index: BM25Index, backend: Backend, settings: RunSettings
         plan = windows(hits, settings.window, settings.order)
     verdicts: list[WindowVerdict] = []
     for number, window in enumerate(plan, start=1):
-        for event in read_window(question, window, number, len(plan), backend, settings):
-            yield event
-            if isinstance(event, WindowVerdict):
-                verdicts.append(event)
+        try:
+            for event in read_window(question, window, number, len(plan), backend, settings):
+                yield event
+                if isinstance(event, WindowVerdict):
+                    verdicts.append(event)
+        except ModelError as e:  # a model or server failure ends the run with a message, not a crash
+            yield RunFailed(f"The model failed on window {number}: {e}")
+            return
         last = verdicts[-1]
         accepted = last.verdict == "answered" or (last.verdict == "unsupported" and not settings.grounded_only)
         if accepted:

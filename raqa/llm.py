@@ -325,7 +325,7 @@ class TransformersBackend(Backend):
         prompt = self._prompt_ids(messages)
         room = self.context_tokens - len(prompt) - 1
         if room <= 0:
-            raise ValueError(f"The prompt has {len(prompt)} tokens; the model reads at most {self.context_tokens}.")
+            raise ModelError(f"The prompt has {len(prompt)} tokens; the model reads at most {self.context_tokens}.")
         logits, cache = self._prefill(messages, prompt)
         completion = 0
         if plan:

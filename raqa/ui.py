@@ -8,6 +8,7 @@ plots.py.
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 import gradio as gr
@@ -22,6 +23,7 @@ from raqa.render import RunView, esc, mark_stopped
 from raqa.result_plots import FIGURES
 from raqa.service import Service
 
+LOG = logging.getLogger(__name__)
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
 STRATEGIES = {"Iterative": ("iterative",), "Top-K": ("topk",), "Both side by side": ("iterative", "topk")}
 TITLES = {"iterative": "Iterative", "topk": "Top-K"}
@@ -75,16 +77,21 @@ def ask(service: Service, question, strategy, order, window, k, grounded_only, r
     suffix = f" · {chosen.label}" if len(service.readers) > 1 else ""
     views = [RunView(title=TITLES[s.strategy] + suffix) for s in settings]
     verdicts: list[list[WindowVerdict]] = [[] for _ in settings]
-    for i, run_settings in enumerate(settings):
-        for event in run(question, service.index, backend, run_settings):
-            views[i].update(event)
-            if isinstance(event, WindowVerdict):
-                verdicts[i].append(event)
-            if isinstance(event, ReplyDelta):
-                # streamed tokens only change the reading window's text; skip redrawing the charts
-                yield _outputs(views, verdicts, run_settings, charts=False)
-            else:
-                yield _outputs(views, verdicts, run_settings, charts=True)
+    try:
+        for i, run_settings in enumerate(settings):
+            for event in run(question, service.index, backend, run_settings):
+                views[i].update(event)
+                if isinstance(event, WindowVerdict):
+                    verdicts[i].append(event)
+                if isinstance(event, ReplyDelta):
+                    # streamed tokens only change the reading window's text; skip redrawing the charts
+                    yield _outputs(views, verdicts, run_settings, charts=False)
+                else:
+                    yield _outputs(views, verdicts, run_settings, charts=True)
+    except Exception:  # last resort: a bug ends this run with a message, never the page or the server
+        LOG.exception("A run failed on an unexpected error")
+        message = '<div class="raqa-answer raqa-failed">The run stopped on an internal error. Please try again.</div>'
+        yield message, gr.skip(), gr.skip(), gr.skip(), gr.skip()
 
 
 def _outputs(views: list[RunView], verdicts: list[list[WindowVerdict]], settings: RunSettings, charts: bool):

@@ -22,7 +22,7 @@ from raqa.events import (
     WindowVerdict,
 )
 from raqa.index import BM25Index, Hit
-from raqa.llm import ScriptedBackend, Step
+from raqa.llm import ModelError, ScriptedBackend, Step
 from raqa.prompts import ANSWER_WORD, NOT_FOUND_WORD, SYSTEM_PROMPT
 from raqa.text import split_sentences
 
@@ -411,3 +411,22 @@ def test_the_forged_page_reaches_the_model_as_one_user_message(tiny_pages, scrip
     assert [m["role"] for m in messages] == ["system"] + ["user", "assistant"] * 2 + ["user"]
     assert sum("<|im_start|>assistant" in m["content"] for m in messages) == 1
     assert "<|im_start|>assistant" in messages[-1]["content"]
+
+
+class FailingBackend(ScriptedBackend):
+    """Declines the first window, then fails part-way through the second reply, as a dying server would."""
+
+    def reply(self, messages, plan=None, threshold=0.5, max_new_tokens=64):
+        if len(self.requests) == 0:
+            yield from super().reply(messages, plan, threshold, max_new_tokens)
+            return
+        self.requests.append(messages)
+        yield "ANSWER:"
+        raise ModelError("the connection was reset")
+
+
+def test_a_model_failure_mid_run_ends_in_run_failed(tiny_index, broad_question) -> None:
+    events = list(run(broad_question, tiny_index, FailingBackend(["NOT FOUND"]), settings()))
+    assert isinstance(events[-1], RunFailed)
+    assert events[-1].message == "The model failed on window 2: the connection was reset"
+    assert [v.verdict for v in of_type(events, WindowVerdict)] == ["not_found"]

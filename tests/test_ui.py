@@ -77,3 +77,12 @@ def test_the_chosen_reader_reads_and_is_named_in_the_answer(service, tmp_path):
 def test_an_unknown_reader_gets_a_message(service, reader):
     outputs = list(ask(service, "apple", "Iterative", "forward", 3, 10, False, False, reader))
     assert len(outputs) == 1 and "reader" in outputs[0][0] and "raqa-failed" in outputs[0][0]
+
+
+def test_an_unexpected_error_ends_the_run_with_a_message(service, monkeypatch):
+    def broken(*args, **kwargs):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(service.backend, "reply", broken)
+    outputs = list(ask(service, "apple", "Iterative", "forward", 3, 10, False, False))
+    assert "internal error" in outputs[-1][0] and "a bug" not in outputs[-1][0]
