@@ -78,45 +78,49 @@ def _json_lines(path: Path) -> Iterator[tuple[int, dict]]:
             yield line_number, record
 
 
-def _require_text(path: Path, line_number: int, record: dict, key: str, expected: str) -> str:
+def _require_text(where: str, record: dict, key: str, expected: str) -> str:
     value = record.get(key)
     if isinstance(value, (int, float)) and not isinstance(value, bool) and key.endswith("id"):
         return str(value)
     if not isinstance(value, str):
         found = "missing" if key not in record else f"a {type(value).__name__}"
-        raise CorpusError(f"{path}, line {line_number}: expected {expected} in field {key!r}, found {found}.")
+        raise CorpusError(f"{where}: expected {expected} in field {key!r}, found {found}.")
     return value
+
+
+def page_from_record(path: Path, line_number: int | None, record: object, fmt: str) -> Page:
+    """A Page from one parsed record of a "jsonl" or "kilt" file, or CorpusError naming the line."""
+    where = f"{path}, line {line_number}" if line_number is not None else str(path)
+    if not isinstance(record, dict):
+        raise CorpusError(f"{where}: expected a JSON object, got {type(record).__name__}.")
+    if fmt == "kilt":
+        paragraphs = record.get("text")
+        if not isinstance(paragraphs, list) or not all(isinstance(p, str) for p in paragraphs):
+            raise CorpusError(f"{where}: expected field 'text' to be a list of paragraph strings.")
+        # KILT repeats the title as the first paragraph; keep the body only.
+        body = [p.strip() for p in paragraphs[1:] if p.strip()] if len(paragraphs) > 1 else paragraphs
+        return Page(
+            _require_text(where, record, "wikipedia_id", "a page id"),
+            _require_text(where, record, "wikipedia_title", "a title"),
+            "\n".join(body),
+        )
+    return Page(
+        _require_text(where, record, "id", "a page id"),
+        _require_text(where, record, "title", "a title"),
+        _require_text(where, record, "text", "the page text"),
+    )
 
 
 def read_jsonl(path: Path) -> Iterator[tuple[int, Page]]:
     """One JSON object per line with string fields "id", "title" and "text"; yields (line number, page)."""
     for n, record in _json_lines(path):
-        yield (
-            n,
-            Page(
-                _require_text(path, n, record, "id", "a page id"),
-                _require_text(path, n, record, "title", "a title"),
-                _require_text(path, n, record, "text", "the page text"),
-            ),
-        )
+        yield n, page_from_record(path, n, record, "jsonl")
 
 
 def read_kilt(path: Path) -> Iterator[tuple[int, Page]]:
     """KILT knowledge source: "wikipedia_id", "wikipedia_title", and "text" as a list of paragraphs."""
     for n, record in _json_lines(path):
-        paragraphs = record.get("text")
-        if not isinstance(paragraphs, list) or not all(isinstance(p, str) for p in paragraphs):
-            raise CorpusError(f"{path}, line {n}: expected field 'text' to be a list of paragraph strings.")
-        # KILT repeats the title as the first paragraph; keep the body only.
-        body = [p.strip() for p in paragraphs[1:] if p.strip()] if len(paragraphs) > 1 else paragraphs
-        yield (
-            n,
-            Page(
-                _require_text(path, n, record, "wikipedia_id", "a page id"),
-                _require_text(path, n, record, "wikipedia_title", "a title"),
-                "\n".join(body),
-            ),
-        )
+        yield n, page_from_record(path, n, record, "kilt")
 
 
 def sniff_format(path: Path) -> str:

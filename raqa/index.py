@@ -24,6 +24,7 @@ from raqa.tokenize import TokenizerName, get_tokenizer
 K1 = 0.9
 B = 0.8
 TOKENIZE_CHUNK = 2000
+STREAM_ABOVE_PAGES = 100_000  # larger corpora are indexed in chunks on disk (stream_index.py)
 
 Progress = Callable[[str, float], None]
 
@@ -133,7 +134,9 @@ def index_folder(
     k1: float = K1,
     b: float = B,
 ) -> Path:
-    return Path(cache_dir) / "index" / f"{fingerprint(list(pages))}-{tokenizer}-k1_{k1}-b_{b}"
+    # a PageStore knows its file's identity; hashing 5.9 M page texts on every start would take minutes
+    key = pages.fingerprint() if hasattr(pages, "fingerprint") else fingerprint(list(pages))
+    return Path(cache_dir) / "index" / f"{key}-{tokenizer}-k1_{k1}-b_{b}"
 
 
 def load_or_build(
@@ -152,6 +155,12 @@ def load_or_build(
                 f"Rebuilding the index: the cached one could not be read ({type(e).__name__})",
                 0.0,
             )
+    if len(pages) > STREAM_ABOVE_PAGES or hasattr(pages, "fingerprint"):
+        from raqa.stream_index import build_streaming
+
+        # a large corpus is indexed in chunks straight to disk; it must be cacheable, so errors propagate
+        build_streaming(pages, folder, tokenizer, progress=progress)
+        return BM25Index.load(folder, pages, tokenizer)
     index = BM25Index.build(pages, tokenizer, progress=progress)
     try:
         index.save(folder)

@@ -7,7 +7,7 @@ index and model. Progress messages go to a callback (a progress bar, the log, a 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from raqa.config import AppConfig
@@ -16,6 +16,9 @@ from raqa.index import BM25Index, load_or_build
 from raqa.llm import Backend, TransformersBackend
 from raqa.readers import BASE_READER, Reader, available_readers
 
+# Corpus files larger than this are read from disk on demand (pagestore.py) instead of into memory.
+PAGESTORE_ABOVE_BYTES = 64 * 1024 * 1024
+
 # The reader the page starts with, unless RAQA_READER says otherwise (see README: chosen by measurement).
 DEFAULT_READER = BASE_READER.name
 
@@ -23,7 +26,7 @@ DEFAULT_READER = BASE_READER.name
 @dataclass
 class Service:
     config: AppConfig
-    pages: list[Page]
+    pages: Sequence[Page]  # a list, or a PageStore reading a large file on demand
     index: BM25Index
     backend: Backend | None  # None only when loaded without a model (retrieval-only work)
     corpus_label: str
@@ -58,7 +61,7 @@ class Service:
             TransformersBackend.check_paths(config.model, config.adapter)  # before anything is cached
         start = time.perf_counter()
         progress(f"Loading the corpus: {corpus_name(config.corpus)}")
-        pages = load_corpus(config.corpus)
+        pages = open_corpus(config, progress)
         timings["corpus_s"] = time.perf_counter() - start
         start = time.perf_counter()
         index = load_or_build(
@@ -75,6 +78,18 @@ class Service:
         timings["model_s"] = time.perf_counter() - start
         progress(f"Ready: {len(pages):,} pages, model {backend.name if backend else 'not loaded'}")
         return cls(config, pages, index, backend, corpus_name(config.corpus), timings, readers)
+
+
+def open_corpus(config: AppConfig, progress: Callable[[str], None]) -> Sequence[Page]:
+    """The corpus as a list of pages, or as a PageStore when the file is large."""
+    from pathlib import Path
+
+    if config.corpus is not None and Path(config.corpus).is_file():
+        if Path(config.corpus).stat().st_size > PAGESTORE_ABOVE_BYTES:
+            from raqa.pagestore import PageStore
+
+            return PageStore.open(config.corpus, config.cache_dir, lambda message, fraction: progress(message))
+    return load_corpus(config.corpus)
 
 
 def _load_readers(
