@@ -136,6 +136,7 @@ def build_streaming(
             "pages": n,
             "vocabulary": len(vocab),
             "postings": nnz,
+            "average_tokens": avg_len,
             "tokenize_s": tokenized - started,
             "score_s": scored - tokenized,
             "total_s": time.perf_counter() - started,

@@ -51,3 +51,24 @@ def test_an_empty_page_and_a_page_without_tokens_are_indexed(tmp_path) -> None:
     build_streaming(pages, tmp_path / "index", chunk_pages=2)
     index = BM25Index.load(tmp_path / "index", pages)
     assert [h.page.id for h in index.search("red apples", 5)] == ["a"]
+
+
+def test_scale_bench_command_measures_a_generated_corpus(tmp_path, monkeypatch) -> None:
+    import json
+
+    import raqa.__main__ as cli
+
+    monkeypatch.setattr(cli, "_sample_questions", lambda count, seed: ["Who painted the Mona Lisa?"] * count)
+    out = tmp_path / "scale.json"
+    assert (
+        cli.main(["scale-bench", "--pages", "600", "--queries", "5", "--work", str(tmp_path / "w"), "--out", str(out)])
+        == 0
+    )
+    record = json.loads(out.read_text())
+    result = record["results"]
+    assert record["command"].startswith("python -m raqa scale-bench --pages 600")
+    assert result["pages"] == 600 and result["build"]["pages"] == 600 and result["build"]["postings"] > 600
+    assert result["query_ms"]["n"] == 5 and result["rss_peak_mib"] > 0
+    assert result["kilt_extrapolation"]["pages"] == 5_900_000 and result["kilt_extrapolation"]["build_hours"] > 0
+    lines = (tmp_path / "w" / "generated-600.jsonl").read_text().splitlines()
+    assert len(lines) == 600 and len({json.loads(line)["id"] for line in lines}) == 600
