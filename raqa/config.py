@@ -32,15 +32,17 @@ class AppConfig:
     adapter: str | None = None  # optional peft adapter folder applied on top of the model
     cache_dir: Path = Path.home() / ".cache" / "raqa"  # BM25 index and dequantised model live here
     reader: str | None = None  # the reader the page starts with (a folder under assets/readers, or "base")
+    endpoints: str | None = None  # JSON file listing OpenAI-compatible model servers a visitor may pick
 
     @classmethod
     def from_env(cls, **overrides: object) -> AppConfig:
-        """Read RAQA_CORPUS, RAQA_MODEL, RAQA_ADAPTER, RAQA_CACHE, RAQA_READER; explicit overrides win when not None."""
+        """Read the RAQA_* variables (CORPUS, MODEL, ADAPTER, CACHE, READER, ENDPOINTS); explicit overrides win."""
         env = {
             "corpus": os.environ.get("RAQA_CORPUS") or None,
             "model": os.environ.get("RAQA_MODEL") or None,
             "adapter": os.environ.get("RAQA_ADAPTER") or None,
             "reader": os.environ.get("RAQA_READER") or None,
+            "endpoints": os.environ.get("RAQA_ENDPOINTS") or None,
             "cache_dir": default_cache_dir(),
         }
         env.update({k: v for k, v in overrides.items() if v is not None})

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from raqa.config import AppConfig
 from raqa.corpus import Page, corpus_name, load_corpus
 from raqa.index import BM25Index, load_or_build
-from raqa.llm import Backend, TransformersBackend
+from raqa.llm import Backend, ModelError, TransformersBackend
 from raqa.readers import BASE_READER, Reader, available_readers
 
 # Corpus files larger than this are read from disk on demand (pagestore.py) instead of into memory.
@@ -59,6 +59,7 @@ class Service:
         timings: dict[str, float] = {}
         if backend is None and load_model:
             TransformersBackend.check_paths(config.model, config.adapter)  # before anything is cached
+        endpoints = _load_endpoints(config.endpoints) if config.endpoints else {}
         start = time.perf_counter()
         progress(f"Loading the corpus: {corpus_name(config.corpus)}")
         pages = open_corpus(config, progress)
@@ -75,6 +76,8 @@ class Service:
         if backend is None and load_model:
             backend = TransformersBackend.load(config.model, config.adapter, config.cache_dir, progress)
             readers = _load_readers(config, backend, progress)
+        if endpoints:
+            readers = {**(readers or {BASE_READER.name: (BASE_READER, backend)}), **endpoints}
         timings["model_s"] = time.perf_counter() - start
         progress(f"Ready: {len(pages):,} pages, model {backend.name if backend else 'not loaded'}")
         return cls(config, pages, index, backend, corpus_name(config.corpus), timings, readers)
@@ -90,6 +93,18 @@ def open_corpus(config: AppConfig, progress: Callable[[str], None]) -> Sequence[
 
             return PageStore.open(config.corpus, config.cache_dir, lambda message, fraction: progress(message))
     return load_corpus(config.corpus)
+
+
+def _load_endpoints(path: str) -> dict[str, tuple[Reader, Backend]]:
+    """The operator's model servers (RAQA_ENDPOINTS), each offered to visitors as a reader."""
+    from raqa.backends import EndpointConfigError, load_endpoints
+    from raqa.endpoint import EndpointBackend
+
+    try:
+        configs = load_endpoints(path)
+    except EndpointConfigError as e:
+        raise ModelError(str(e)) from None
+    return {f"endpoint:{c.name}": (Reader(f"endpoint:{c.name}", c.name, None), EndpointBackend(c)) for c in configs}
 
 
 def _load_readers(

@@ -86,3 +86,28 @@ def test_an_unexpected_error_ends_the_run_with_a_message(service, monkeypatch):
     monkeypatch.setattr(service.backend, "reply", broken)
     outputs = list(ask(service, "apple", "Iterative", "forward", 3, 10, False, False))
     assert "internal error" in outputs[-1][0] and "a bug" not in outputs[-1][0]
+
+
+def test_configured_endpoints_are_offered_as_readers(tmp_path, tiny_pages):
+    import json
+
+    from raqa.llm import ModelError
+
+    endpoints = tmp_path / "endpoints.json"
+    endpoints.write_text(
+        json.dumps([{"name": "Big model (vLLM)", "base_url": "http://127.0.0.1:9/v1", "model": "m", "retries": 0}])
+    )
+    corpus = tmp_path / "pages.jsonl"
+    corpus.write_text("".join(json.dumps(p._asdict()) + "\n" for p in tiny_pages))
+    config = AppConfig(corpus=str(corpus), cache_dir=tmp_path / "cache", endpoints=str(endpoints))
+    service = Service.load(config, progress=lambda m: None, backend=ScriptedBackend(["NOT FOUND"] * 9))
+    assert list(service.readers) == ["base", "endpoint:Big model (vLLM)"]
+    reader, backend = service.reader("endpoint:Big model (vLLM)")
+    assert reader.label == "Big model (vLLM)" and backend.name == "Big model (vLLM)"
+    # nothing listening on port 9: the run ends in a clear failure, the page keeps working
+    outputs = list(ask(service, "Who painted the Mona Lisa?", "Iterative", "forward", 3, 5, False, False,
+                       "endpoint:Big model (vLLM)"))  # fmt: skip
+    assert "raqa-failed" in outputs[-1][0] and "The model failed on window 1" in outputs[-1][0]
+    endpoints.write_text("[{}]")
+    with pytest.raises(ModelError, match="endpoints.json"):
+        Service.load(config, progress=lambda m: None, backend=ScriptedBackend([]))
