@@ -1,4 +1,4 @@
-"""The command line: `python -m raqa ask|bench ...`.
+"""The command line: `python -m raqa ask|bench|batch ...`.
 
 `ask` streams the same events as the web page: as readable lines, or with --json as one JSON object
 per line (the last of type "final" or "run_failed"). Exit status: 0 on a run, 2 on bad input.
@@ -383,6 +383,62 @@ def cmd_train_reader(args: argparse.Namespace) -> int:
     return 0
 
 
+def _endpoint_backend(name: str):
+    """The backend called name in the RAQA_ENDPOINTS file; ValueError/ModelError list what is wrong."""
+    from raqa.backends import ENDPOINTS_ENV, endpoints_from_env
+    from raqa.endpoint import EndpointBackend
+
+    configs = endpoints_from_env()
+    names = [c.name for c in configs]
+    if name not in names:
+        listed = ", ".join(names) if names else f"none ({ENDPOINTS_ENV} is not set)"
+        raise ValueError(f"Invalid endpoint: {name!r}. Choose from: {listed}.")
+    return EndpointBackend(configs[names.index(name)])
+
+
+def cmd_batch(args: argparse.Namespace) -> int:
+    """Iterative prompting over a question set, resumable: one JSONL line per question as it finishes."""
+    from raqa.batch import BatchError, question_work, run_batch, summarise
+    from raqa.llm import TransformersBackend
+    from raqa.questions import QuestionsError, load_questions
+    from raqa.service import Service
+
+    if not 1 <= args.concurrency <= 256:
+        print("error: --concurrency must be from 1 to 256.", file=sys.stderr)
+        return 2
+    try:
+        settings = validate_settings(args.strategy, args.order, args.window, args.k, args.grounded_only)
+        items = load_questions(args.dataset, args.split, args.limit, args.seed)
+        backend = _endpoint_backend(args.endpoint) if args.endpoint else None
+        service = Service.load(_config(args), progress=lambda m: print(m, file=sys.stderr), backend=backend)
+    except (SettingsError, QuestionsError, ValueError, CorpusError, ModelError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    concurrency = args.concurrency
+    if isinstance(service.backend, TransformersBackend) and concurrency > 1:
+        # the local model computes on this machine's cores: parallel runs only compete for them
+        print(
+            "Note: the local model reads one question at a time; --concurrency applies to --endpoint.", file=sys.stderr
+        )
+        concurrency = 1
+    work = question_work(service.index, service.backend, settings)
+    try:
+        result = run_batch(items, work, args.out, concurrency, _progress_line("questions done"))
+    except BatchError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    for item_id, message in result.errors.items():
+        print(f"failed (rerun to retry): {item_id}: {message}", file=sys.stderr)
+    totals = summarise(args.out, [item.id for item in items])
+    print(
+        f"{totals['questions']}/{result.total} questions in {args.out} ({result.skipped} from before, "
+        f"{result.written} now, {len(result.errors)} failed): answered {totals['answered']}, "
+        f"abstained {totals['abstained']}, run failed {totals['run_failed']}; "
+        f"EM {totals['em']:.3f}, F1 {totals['f1']:.3f}"
+    )
+    return 1 if result.errors else 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m raqa",
@@ -466,6 +522,21 @@ def build_parser() -> argparse.ArgumentParser:
     soak.add_argument("--out", default="assets/results/soak.json")
     _add_model_options(soak)
     soak.set_defaults(func=cmd_soak)
+    batch = sub.add_parser("batch", help="iterative prompting over a question set, resumable, N questions at once")
+    batch.add_argument("--dataset", default="nq", choices=["nq", "triviaqa", "squad"])
+    batch.add_argument("--split", default="test", choices=["test", "dev"])
+    batch.add_argument("--limit", type=int, help="questions (default: all)")
+    batch.add_argument("--seed", type=int, help="a seeded sample of --limit questions (default: the first ones)")
+    batch.add_argument("--concurrency", type=int, default=8, help="questions in flight at once (endpoints), 1-256")
+    batch.add_argument("--out", required=True, help="JSONL results; an existing file is resumed")
+    batch.add_argument("--strategy", default="iterative", help="iterative | topk")
+    batch.add_argument("--order", default="forward", help="forward | backward")
+    batch.add_argument("--window", default=3, help="pages per window, 1-20")
+    batch.add_argument("--k", default=15, help="pages retrieved, 5-100")
+    batch.add_argument("--grounded-only", action="store_true", help="count unsupported answers as declines")
+    batch.add_argument("--endpoint", help="a model server named in the RAQA_ENDPOINTS file (default: local model)")
+    _add_model_options(batch)
+    batch.set_defaults(func=cmd_batch)
     scale = sub.add_parser("scale-bench", help="index a generated corpus of many pages; time, memory, latency")
     scale.add_argument("--pages", type=int, default=200_000)
     scale.add_argument("--queries", type=int, default=500, help="NQ-open test questions timed")
