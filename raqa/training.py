@@ -353,8 +353,21 @@ Loss: {loss["first_steps_loss"]} over the first steps, {loss["last_steps_loss"]}
 At that threshold, on those windows: false answers on negative windows {c["false_answer_rate"]:.1%} (base model at
 0.5: {c["base_false_answer_rate"]:.1%}), exact match on positive windows {c["exact_match"]:.1%} (base:
 {c["base_exact_match"]:.1%}); P(ANSWER) separates the two kinds with AUC {c["auc"]:.2f}.
+{_separation_note(c)}
 The comparison on test questions is `assets/results/reader_comparison-triviaqa.json`.
 """
+
+
+def _separation_note(calibration: dict) -> str:
+    """What the AUC means for the threshold, in one paragraph of the card."""
+    if calibration["auc"] >= 0.6:
+        return "The threshold trades false answers against answers on positive windows along that separation."
+    return (
+        f"Caution: with an AUC of {calibration['auc']:.2f}, P(ANSWER) hardly tells the two kinds of window apart, so the "
+        "threshold mostly sets how often the reader answers at all, not which windows it answers; fewer false answers "
+        "then come with fewer answers on positive windows too, and a target met on "
+        f"{calibration['positives']} + {calibration['negatives']} windows may not hold on others."
+    )
 
 
 def train_reader(
