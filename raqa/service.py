@@ -78,6 +78,8 @@ class Service:
             readers = _load_readers(config, backend, progress)
         if endpoints:
             readers = {**(readers or {BASE_READER.name: (BASE_READER, backend)}), **endpoints}
+            if config.reader in readers:  # e.g. RAQA_READER=endpoint:NAME starts the page on that server
+                readers = {config.reader: readers[config.reader], **readers}
         timings["model_s"] = time.perf_counter() - start
         progress(f"Ready: {len(pages):,} pages, model {backend.name if backend else 'not loaded'}")
         return cls(config, pages, index, backend, corpus_name(config.corpus), timings, readers)

@@ -1,0 +1,85 @@
+"""A real OpenAI-compatible server on loopback: llama.cpp's server (llama-cpp-python[server]) serving the
+default model's GGUF file, driven end to end through the endpoint backend, the engine and the page's generator.
+
+llama-cpp-python compiles from source (a few minutes); CI installs it from requirements-server.txt, and the
+README keeps it out of the demo's install command. Marked slow: it runs the real model.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+import time
+
+import httpx
+import pytest
+
+from raqa.config import AppConfig, RunSettings
+from raqa.endpoint import EndpointBackend, EndpointConfig
+from raqa.engine import run
+from raqa.events import Final, ReplyDelta, WindowVerdict
+from raqa.llm import embedded_model_path
+from raqa.readers import Reader
+from raqa.reliability import free_port
+from raqa.service import Service
+from raqa.ui import ask
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def llama_server(tmp_path_factory):
+    if importlib.util.find_spec("llama_cpp") is None:
+        pytest.fail("llama.cpp's server is not installed: pip install -r requirements-server.txt (builds from source)")
+    port = free_port()
+    log = (tmp_path_factory.mktemp("llama") / "server.log").open("w")
+    command = [sys.executable, "-m", "llama_cpp.server", "--model", str(embedded_model_path()), "--host", "127.0.0.1",
+               "--port", str(port), "--n_ctx", "4096", "--model_alias", "smollm2"]  # fmt: skip
+    server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.time() + 180
+        while True:
+            assert server.poll() is None, "llama.cpp's server exited; see its log"
+            try:
+                if httpx.get(url + "/models", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert time.time() < deadline, "llama.cpp's server did not start within 180 s"
+            time.sleep(0.5)
+        yield url
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def backend(llama_server) -> EndpointBackend:
+    return EndpointBackend(EndpointConfig("SmolLM2 (llama.cpp)", llama_server, "smollm2", context_tokens=4096))
+
+
+def test_the_engine_reads_windows_through_a_real_server(backend, tiny_index) -> None:
+    events = list(run("Who painted the Mona Lisa?", tiny_index, backend, RunSettings(window=3, k=8)))
+    final = events[-1]
+    assert isinstance(final, Final), final
+    verdicts = [e for e in events if isinstance(e, WindowVerdict)]
+    assert verdicts and final.windows_read == len(verdicts)
+    assert all(v.verdict in ("answered", "unsupported", "not_found", "unparseable") for v in verdicts)
+    # token counts are the server's own usage reports
+    assert all(v.prompt_tokens > 300 for v in verdicts)  # system prompt, two worked examples and three pages
+    assert final.prompt_tokens == sum(v.prompt_tokens for v in verdicts)
+    assert any(isinstance(e, ReplyDelta) for e in events) or all(v.verdict == "not_found" for v in verdicts)
+    assert all(v.p_answer is not None for v in verdicts)  # llama.cpp reports log-probabilities
+
+
+def test_the_page_streams_a_run_from_the_server(backend, tiny_pages, tiny_index, tmp_path) -> None:
+    reader = Reader("endpoint:SmolLM2 (llama.cpp)", "SmolLM2 (llama.cpp)", None)
+    service = Service(AppConfig(cache_dir=tmp_path), tiny_pages, tiny_index, None, "tiny", {})
+    service.readers = {reader.name: (reader, backend)}
+    outputs = list(ask(service, "Where does the Danube end?", "Iterative", "forward", 2, 8, False, False, reader.name))
+    answers, windows = outputs[-1][0], outputs[-1][1]
+    assert "raqa-failed" not in answers and "raqa-window" in windows
+    assert len(outputs) > 3  # it streamed
