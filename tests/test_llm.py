@@ -137,8 +137,9 @@ def test_embedded_model_file_is_installed() -> None:
 
 def test_missing_gguf_file_is_a_model_error(tmp_path: Path) -> None:
     missing = tmp_path / "absent.gguf"
-    with pytest.raises(ModelError, match=re.escape(f"No GGUF file at {missing}.")):
+    with pytest.raises(ModelError, match=re.escape(f"No model at {missing}: give a .gguf file")):
         TransformersBackend.load(str(missing), cache_dir=tmp_path)
+    assert list(tmp_path.iterdir()) == []  # refused before anything was loaded or cached
 
 
 # -- the real model ------------------------------------------------------------------------------

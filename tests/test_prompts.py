@@ -404,7 +404,7 @@ def test_truncated_and_mixed_replies_parse_to_a_defined_kind(raw: str) -> None:
     reply = parse_reply(raw)
     assert reply.kind in ("answer", "not_found", "unparseable")
     first_line = raw[len("ANSWER: ") :].splitlines()[0] if raw[len("ANSWER: ") :].strip() else ""
-    if raw.startswith("ANSWER: ") and first_line.strip():
+    if raw.startswith("ANSWER: ") and any(ch.isalnum() for ch in first_line):
         assert reply.kind == "answer"  # a reply cut after its answer still counts as an answer
 
 
