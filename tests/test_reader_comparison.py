@@ -70,3 +70,13 @@ def test_the_figure_draws_one_bar_series_per_reader_with_intervals(record):
     assert [trace.name for trace in figure.data] == ["Base (threshold 0.50)", "Tuned (threshold 0.70)"]
     assert list(figure.data[0].y)[0] == 1.0 and list(figure.data[1].y)[0] == 0.0
     assert all(trace.error_y.array is not None for trace in figure.data)
+
+
+def test_the_committed_comparison_renders():
+    path = experiments.RESULTS_DIR / "reader_comparison-triviaqa.json"
+    if not path.is_file():
+        pytest.skip("no committed comparison")
+    record = experiments.load_results()["reader_comparison-triviaqa"]
+    figure = reader_comparison_figure(record)
+    assert len(figure.data) == len(record["results"]["readers"]) == 2
+    assert all(len(trace.y) == 6 for trace in figure.data)
