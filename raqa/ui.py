@@ -109,7 +109,7 @@ def _outputs(views: list[RunView], verdicts: list[list[WindowVerdict]], settings
     return answers, windows, pages, scores, meter
 
 
-EXPERIMENT_ORDER = ["recall", "topk_vs_iterative", "window_order", "negative_windows", "unanswerable"]
+EXPERIMENT_ORDER = ["recall", "topk_vs_iterative", "window_order", "negative_windows", "unanswerable", "reader_comparison"]
 
 
 def experiment_caption(record: dict) -> str:
