@@ -1,0 +1,145 @@
+"""The generic LoRA trainer, on a tiny random Llama and a character tokenizer (fast, no real model)."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+torch = pytest.importorskip("torch")
+from transformers import LlamaConfig, LlamaForCausalLM  # noqa: E402
+
+from raqa.lora import (  # noqa: E402
+    Example,
+    LoraSettings,
+    encode,
+    left_padded,
+    linear_lr,
+    loss_curve,
+    micro_batches,
+    save,
+    step_batches,
+    train,
+)
+
+
+class CharTokenizer:
+    """Bytes as tokens, plus <|im_end|>; a chat template of 'role: content' lines."""
+
+    eos_token_id = 257
+    pad_token_id = 0
+    unk_token_id = 258
+
+    def __call__(self, text, add_special_tokens=False):
+        return {"input_ids": [b + 1 for b in text.encode()]}
+
+    def convert_tokens_to_ids(self, token):
+        return 256 if token == "<|im_end|>" else self.unk_token_id
+
+    def apply_chat_template(self, messages, add_generation_prompt=False, tokenize=True):
+        text = "".join(f"{m['role']}: {m['content']}\n" for m in messages) + (
+            "assistant: " if add_generation_prompt else ""
+        )
+        return self(text)["input_ids"]
+
+
+def _model():
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=260,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=4,
+        max_position_embeddings=256,
+    )
+    return LlamaForCausalLM(config).eval()
+
+
+EXAMPLES = [Example(({"role": "user", "content": f"q{i} " + "x" * i},), "yes" if i % 2 else "<RET>") for i in range(6)]
+
+
+def test_encode_appends_the_end_of_turn_after_the_target():
+    prompt, target = encode(EXAMPLES[1], CharTokenizer())
+    assert bytes(t - 1 for t in prompt).decode() == "user: q1 x\nassistant: "
+    assert target == [ord(c) + 1 for c in "yes"] + [256]
+
+
+def test_left_padding_gives_the_same_loss_as_each_example_alone():
+    import torch.nn.functional as F
+
+    model, tok = _model(), CharTokenizer()
+    rows = [encode(e, tok) for e in EXAMPLES]
+    alone = 0.0
+    with torch.no_grad():
+        for prompt, target in rows:
+            logits = model(input_ids=torch.tensor([prompt + target])).logits[0]
+            alone += float(F.cross_entropy(logits[len(prompt) - 1 : -1], torch.tensor(target), reduction="sum"))
+        ids, labels, mask, positions = left_padded(rows, 0, "cpu")
+        keep = max(len(t) for _, t in rows) + 1
+        logits = model(input_ids=ids, attention_mask=mask, position_ids=positions, logits_to_keep=keep).logits
+        batched = float(
+            F.cross_entropy(logits[:, :-1].reshape(-1, 260), labels[:, -(keep - 1) :].reshape(-1), reduction="sum")
+        )
+    assert batched == pytest.approx(alone, rel=1e-4)
+    assert int(mask.sum()) == sum(len(p) + len(t) for p, t in rows)
+    assert positions[0, -1] == len(rows[0][0]) + len(rows[0][1]) - 1
+
+
+def test_each_epoch_sees_every_example_once_in_steps_of_the_batch():
+    steps = step_batches(10, LoraSettings(epochs=3, batch=4))
+    assert [len(s) for s in steps] == [4, 4, 2] * 3
+    for epoch in range(3):
+        assert sorted(sum(steps[epoch * 3 : epoch * 3 + 3], [])) == list(range(10))
+    assert micro_batches([0, 1, 2, 3], [5, 1, 9, 3], 2) == [[1, 3], [0, 2]]
+    assert linear_lr(0, 4, 1.0) == 1.0 and linear_lr(3, 4, 1.0) == 0.25
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("rank", 0, "rank must be 1"),
+        ("batch", 0, "batch must be 1"),
+        ("lr", 0, "lr must be"),
+        ("dropout", 1, "dropout"),
+    ],
+)
+def test_bad_settings_are_refused(field, value, message):
+    with pytest.raises(ValueError, match=message):
+        LoraSettings(**{field: value}).check()
+
+
+def test_training_lowers_the_loss_saves_peft_format_and_reloads_identically(tmp_path):
+    from peft import PeftModel
+
+    base, tok = _model(), CharTokenizer()
+    before = {k: v.clone() for k, v in base.state_dict().items()}
+    settings = LoraSettings(epochs=10, batch=3, micro_batch=2, lr=1e-1, dropout=0.0)
+    progress = []
+    peft_model, log = train(copy.deepcopy(base), tok, EXAMPLES, settings, lambda done, stats: progress.append(done))
+    assert len(log.steps) == 10 * 2 and progress[-1] == 10 * len(EXAMPLES)
+    curve = loss_curve(log)
+    means = curve["epoch_means"]
+    # the tiny model's output layer is random and frozen, so the loss cannot fall far; it must still fall
+    assert list(means) == [str(e) for e in range(1, 11)] and means["10"] < means["1"] - 0.2
+    assert all(torch.equal(before[k], v) for k, v in base.state_dict().items())  # the base stays untouched
+    save(tmp_path / "a", peft_model, {"kind": "test"}, log, "# card\n", "card.json")
+    assert {p.name for p in (tmp_path / "a").iterdir()} >= {
+        "adapter_config.json",
+        "adapter_model.safetensors",
+        "card.json",
+        "training_log.json",
+        "README.md",
+    }
+    assert json.loads((tmp_path / "a" / "adapter_config.json").read_text())["r"] == 8
+    reloaded = PeftModel.from_pretrained(copy.deepcopy(base), str(tmp_path / "a")).eval()
+    ids = torch.tensor([encode(EXAMPLES[0], tok)[0]])
+    with torch.no_grad():
+        assert torch.allclose(reloaded(input_ids=ids).logits, peft_model(input_ids=ids).logits, atol=1e-5)
+
+
+def test_no_examples_is_an_error():
+    with pytest.raises(ValueError, match="No training examples"):
+        train(_model(), CharTokenizer(), [], LoraSettings())
