@@ -31,7 +31,7 @@ if __name__ == "__main__":
 
     try:
         service = Service.load(AppConfig.from_env())
-    except (CorpusError, ModelError) as e:
+    except (CorpusError, ModelError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
     host = os.environ.get("GRADIO_SERVER_NAME", "0.0.0.0")

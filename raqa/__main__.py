@@ -103,6 +103,34 @@ def cmd_ask(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_route(args: argparse.Namespace) -> int:
+    from raqa import router
+    from raqa.adapt_model import load_adapt_model
+    from raqa.service import Service
+
+    try:
+        question = clean_question(args.question)
+        service = Service.load(_config(args), progress=lambda m: print(m, file=sys.stderr), load_model=False)
+        model = load_adapt_model(service.config.cache_dir, Path(args.adapters), lambda m: print(m, file=sys.stderr))
+    except (SettingsError, CorpusError, ModelError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    for policy in args.policies:
+        for event in router.decide(question, policy, model, lambda q: service.index.search(q, 1)):
+            print(json.dumps(router.to_json(event), ensure_ascii=False), flush=True)
+    return 0
+
+
+def _policy_list(text: str) -> list[str]:
+    from raqa.router import POLICIES
+
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    bad = [n for n in names if n not in POLICIES]
+    if not names or bad:
+        raise argparse.ArgumentTypeError(f"invalid policies {text!r}: choose from {', '.join(POLICIES)}")
+    return names
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     from raqa.bench import main as bench_main
 
@@ -383,6 +411,122 @@ def cmd_train_reader(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_train_adapt(args: argparse.Namespace) -> int:
+    from raqa.adapt_train import train_adapt
+    from raqa.config import default_cache_dir
+    from raqa.lora import LoraSettings
+
+    settings = LoraSettings(
+        rank=args.rank,
+        alpha=args.alpha,
+        lr=args.lr,
+        epochs=args.epochs,
+        batch=args.batch,
+        micro_batch=args.micro_batch,
+        seed=args.seed,
+    )
+    try:
+        if args.limit < 1:
+            raise ValueError(f"--limit must be 1 or more, got {args.limit}.")
+        settings.check()
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    command = (
+        f"python -m raqa train-adapt --limit {args.limit} --datasets {','.join(args.datasets)} "
+        f"--epochs {args.epochs} --lr {args.lr} --rank {args.rank} --alpha {args.alpha} --batch {args.batch} "
+        f"--micro-batch {args.micro_batch} --seed {args.seed} --out {args.out}"
+    )
+    result = train_adapt(
+        Path(args.out),
+        args.limit,
+        settings,
+        Path(args.cache) if args.cache else default_cache_dir(),
+        command,
+        datasets=tuple(args.datasets),
+        say=lambda m: print(m, file=sys.stderr),
+    )
+    print(json.dumps({"wall_seconds": result["wall_seconds"], "data": result["data"]}, indent=1))
+    return 0
+
+
+def cmd_eval_adapt(args: argparse.Namespace) -> int:
+    import time
+
+    from tqdm import tqdm
+
+    from raqa import experiments
+    from raqa.adapt_eval import evaluate, popularity_baseline, summarise
+    from raqa.adapt_model import adapter_card, adapter_dirs, load_adapt_model
+    from raqa.popularity import PopularityError, load_popqa
+    from raqa.questions import QuestionsError, load_questions
+    from raqa.service import Service
+
+    say = lambda m: print(m, file=sys.stderr)  # noqa: E731
+    try:
+        if args.limit < 1:
+            raise ValueError(f"--limit must be 1 or more, got {args.limit}.")
+        sets = {d: load_questions(d, "test", args.limit, args.seed) for d in args.datasets}
+        popqa = load_popqa(args.popqa, args.limit) if args.popqa else None
+        folders = adapter_dirs(Path(args.adapters))
+        service = Service.load(_config(args), progress=say, load_model=False)
+        model = load_adapt_model(service.config.cache_dir, Path(args.adapters), say)
+    except (ValueError, QuestionsError, PopularityError, CorpusError, ModelError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+    def search(question: str):
+        return service.index.search(question, 1)
+
+    start = time.perf_counter()
+    results: dict = {"datasets": {}, "rows": {}}
+    for dataset, items in sets.items():
+        with tqdm(total=len(items), desc=f"eval-adapt {dataset}", file=sys.stderr) as bar:
+            rows = evaluate(items, model, search, lambda row: bar.update(1))
+        results["datasets"][dataset] = summarise(rows)
+        results["rows"][dataset] = rows
+    if popqa:
+        with tqdm(total=len(popqa), desc="eval-adapt popqa", file=sys.stderr) as bar:
+            pop = popularity_baseline(popqa, model, search, args.seed, lambda row: bar.update(1))
+        results["datasets"]["popqa"] = {**pop["summary"], "threshold": pop["threshold"], "dev_n": pop["dev_n"]}
+        results["rows"]["popqa"] = pop["rows"]
+    seconds = time.perf_counter() - start
+    results["adapters"] = {
+        name: {k: adapter_card(folder).get(k) for k in ("label", "command", "data", "training")}
+        for name, folder in folders.items()
+    }
+    command = (
+        f"python -m raqa eval-adapt --datasets {','.join(args.datasets)} --limit {args.limit} --seed {args.seed} "
+        f"--adapters {args.adapters}" + (f" --popqa {args.popqa}" if args.popqa else "")
+    )
+    provenance = {
+        "command": command,
+        "sample": {"split": "test", "limit": args.limit, "seed": args.seed},
+        "model": model.name,
+        "adapter": args.adapters,
+        "corpus": f"{service.corpus_label} ({len(service.pages):,} pages)",
+        "settings": {"retrieval": "BM25 top 1 page, cut to 160 tokens", "decoding": "greedy, at most 32 tokens"},
+        "seconds": round(seconds, 1),
+    }
+    dataset_label = "+".join(args.datasets) + ("+popqa" if popqa else "")
+    path = experiments.write(
+        "when_to_retrieve", dataset_label, results, provenance, Path(args.out) if args.out else experiments.RESULTS_DIR
+    )
+    for dataset, summary in results["datasets"].items():
+        line = {p: round(v["accuracy"]["value"], 3) for p, v in summary["policies"].items()}
+        say(f"{dataset} (n={summary['n']}): accuracy {line}, <RET> rate {summary['ret_rate']['value']:.1%}")
+    say(f"wrote {path} in {seconds:.0f} s")
+    return 0
+
+
+def _dataset_list(text: str) -> list[str]:
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    bad = [n for n in names if n not in ("nq", "triviaqa")]
+    if not names or bad:
+        raise argparse.ArgumentTypeError(f"invalid datasets {text!r}: choose from nq, triviaqa (comma-separated)")
+    return names
+
+
 def _endpoint_backend(name: str):
     """The backend called name in the RAQA_ENDPOINTS file; ValueError/ModelError list what is wrong."""
     from raqa.backends import ENDPOINTS_ENV, endpoints_from_env
@@ -505,6 +649,37 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--out", default="assets/readers/abstain", help="folder for the adapter and its card")
     train.add_argument("--cache", help="cache folder for the index and model (env RAQA_CACHE)")
     train.set_defaults(func=cmd_train_reader)
+    route = sub.add_parser("route", help="When to retrieve: each policy's decision and answer, as JSON lines")
+    route.add_argument("question")
+    route.add_argument("--policies", type=_policy_list, default=["never", "always", "adapt"], help="comma-separated")
+    route.add_argument("--adapters", default="assets/adapt", help="folder holding adapt/, never/ and always/")
+    route.add_argument("--corpus", help="JSONL or KILT corpus file (default: embedded Wikipedia; env RAQA_CORPUS)")
+    route.add_argument("--cache", help="cache folder for the index and model (env RAQA_CACHE)")
+    route.set_defaults(func=cmd_route, model=None, adapter=None)
+    adapt = sub.add_parser("train-adapt", help="label dev questions zero-shot; train Adapt-LLM, NR-LLM, AR-LLM")
+    adapt.add_argument("--limit", type=int, default=300, help="dev questions per dataset")
+    adapt.add_argument("--datasets", type=_dataset_list, default=["nq", "triviaqa"], help="comma-separated")
+    adapt.add_argument("--epochs", type=int, default=3)
+    adapt.add_argument("--lr", type=float, default=3e-4)
+    adapt.add_argument("--rank", type=int, default=8)
+    adapt.add_argument("--alpha", type=int, default=16)
+    adapt.add_argument("--batch", type=int, default=128, help="examples per optimiser step (the paper's 128)")
+    adapt.add_argument("--micro-batch", type=int, default=8, help="examples per forward pass")
+    adapt.add_argument("--seed", type=int, default=0)
+    adapt.add_argument("--out", default="assets/adapt", help="folder for the three adapters and the data")
+    adapt.add_argument("--cache", help="cache folder for the index and model (env RAQA_CACHE)")
+    adapt.set_defaults(func=cmd_train_adapt)
+    evaluate = sub.add_parser("eval-adapt", help="NR-LLM, AR-LLM, Adapt-LLM (and popularity) on test questions")
+    evaluate.add_argument("--datasets", type=_dataset_list, default=["nq", "triviaqa"], help="comma-separated")
+    evaluate.add_argument("--limit", type=int, default=200, help="test questions per dataset (seeded sample)")
+    evaluate.add_argument("--seed", type=int, default=0)
+    evaluate.add_argument("--adapters", default="assets/adapt", help="folder holding adapt/, never/ and always/")
+    evaluate.add_argument("--popqa", help="a PopQA-format TSV (question, possible_answers, s_pop): adds the baseline")
+    evaluate.add_argument("--out", help="folder for the result JSON (default assets/results)")
+    evaluate.add_argument("--corpus", help="JSONL or KILT corpus file (default: embedded Wikipedia; env RAQA_CORPUS)")
+    evaluate.add_argument("--cache", help="cache folder for the index and model (env RAQA_CACHE)")
+    # the adapters were trained on the embedded model, so no other model or adapter is offered here
+    evaluate.set_defaults(func=cmd_eval_adapt, model=None, adapter=None)
     load = sub.add_parser("load-test", help="many sessions at once through the served page's API (real model)")
     load.add_argument("--sessions", type=int, default=20)
     load.add_argument("--window", type=int, default=3, help="the page's default")

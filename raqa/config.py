@@ -25,6 +25,18 @@ def default_cache_dir() -> Path:
     return Path(os.environ.get("RAQA_CACHE") or Path.home() / ".cache" / "raqa")
 
 
+def _threshold(text: str | None) -> float | None:
+    if text is None:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"RAQA_POP_THRESHOLD must be a number of 0 or more (monthly page views), got {text!r}.")
+    return value
+
+
 @dataclass(frozen=True)
 class AppConfig:
     corpus: str | None = None  # JSONL or KILT file; None = the embedded Wikipedia lead sections
@@ -33,16 +45,21 @@ class AppConfig:
     cache_dir: Path = Path.home() / ".cache" / "raqa"  # BM25 index and dequantised model live here
     reader: str | None = None  # the reader the page starts with (a folder under assets/readers, or "base")
     endpoints: str | None = None  # JSON file listing OpenAI-compatible model servers a visitor may pick
+    popqa: str | None = None  # PopQA-format TSV: gives the popularity baseline a popularity per question
+    pop_threshold: float | None = None  # retrieve below this popularity (tuned by eval-adapt --popqa)
 
     @classmethod
     def from_env(cls, **overrides: object) -> AppConfig:
-        """Read the RAQA_* variables (CORPUS, MODEL, ADAPTER, CACHE, READER, ENDPOINTS); explicit overrides win."""
+        """Read the RAQA_* variables (CORPUS, MODEL, ADAPTER, CACHE, READER, ENDPOINTS, POPQA, POP_THRESHOLD);
+        explicit overrides win. A POP_THRESHOLD that is not a number of 0 or more raises ValueError."""
         env = {
             "corpus": os.environ.get("RAQA_CORPUS") or None,
             "model": os.environ.get("RAQA_MODEL") or None,
             "adapter": os.environ.get("RAQA_ADAPTER") or None,
             "reader": os.environ.get("RAQA_READER") or None,
             "endpoints": os.environ.get("RAQA_ENDPOINTS") or None,
+            "popqa": os.environ.get("RAQA_POPQA") or None,
+            "pop_threshold": _threshold(os.environ.get("RAQA_POP_THRESHOLD") or None),
             "cache_dir": default_cache_dir(),
         }
         env.update({k: v for k, v in overrides.items() if v is not None})

@@ -34,6 +34,10 @@ class Service:
     # the readers a visitor can choose, name -> (reader, its backend); the first is the default.
     # Empty means one reader: the base model on `backend`.
     readers: dict[str, tuple[Reader, Backend]] = field(default_factory=dict)
+    # the "When to retrieve" model: the default model with the Adapt-LLM, NR-LLM and AR-LLM adapters
+    # (adapt_model.GreedyModel); None when the adapters are not shipped or another model is configured
+    adapt: object | None = None
+    popularity: dict = field(default_factory=dict)  # normalised question -> popularity.PopItem (RAQA_POPQA)
 
     def reader(self, name: str | None = None) -> tuple[Reader, Backend]:
         """The reader called name (None = the default) with its backend; KeyError lists the names."""
@@ -73,16 +77,40 @@ class Service:
         timings["index_s"] = time.perf_counter() - start
         start = time.perf_counter()
         readers: dict[str, tuple[Reader, Backend]] = {}
+        adapt = None
         if backend is None and load_model:
             backend = TransformersBackend.load(config.model, config.adapter, config.cache_dir, progress)
             readers = _load_readers(config, backend, progress)
+            adapt = _load_adapt(config, backend, progress)
         if endpoints:
             readers = {**(readers or {BASE_READER.name: (BASE_READER, backend)}), **endpoints}
             if config.reader in readers:  # e.g. RAQA_READER=endpoint:NAME starts the page on that server
                 readers = {config.reader: readers[config.reader], **readers}
         timings["model_s"] = time.perf_counter() - start
+        popularity = _load_popularity(config.popqa) if config.popqa else {}
         progress(f"Ready: {len(pages):,} pages, model {backend.name if backend else 'not loaded'}")
-        return cls(config, pages, index, backend, corpus_name(config.corpus), timings, readers)
+        return cls(config, pages, index, backend, corpus_name(config.corpus), timings, readers, adapt, popularity)
+
+
+def _load_adapt(config: AppConfig, base: Backend, progress: Callable[[str], None]):
+    """The Adapt-LLM adapters on a copy of the embedded model, when they are shipped and the page runs that model."""
+    from raqa.adapt_model import ADAPT_DIR, load_adapt_model
+
+    if config.model is not None or config.adapter is not None or not isinstance(base, TransformersBackend):
+        return None
+    if not (ADAPT_DIR / "adapt" / "adapter_config.json").is_file():
+        return None
+    return load_adapt_model(config.cache_dir, ADAPT_DIR, progress, base=base)
+
+
+def _load_popularity(path: str) -> dict:
+    """PopQA questions by normalised text; a broken file stops the start with the loader's message."""
+    from raqa.popularity import PopularityError, load_popqa, lookup
+
+    try:
+        return lookup(load_popqa(path))
+    except PopularityError as e:
+        raise ModelError(f"RAQA_POPQA: {e}") from None
 
 
 def open_corpus(config: AppConfig, progress: Callable[[str], None]) -> Sequence[Page]:

@@ -13,15 +13,21 @@ from pathlib import Path
 
 import gradio as gr
 
+from raqa.adapt_plots import FIGURES as ROUTE_FIGURES
+from raqa.adapt_plots import accuracy_figure
 from raqa.config import K_RANGE, WINDOW_RANGE, RunSettings, SettingsError, clean_question, validate_settings
 from raqa.engine import run
 from raqa.events import Final, ReplyDelta, WindowVerdict
 from raqa.experiments import load_results
 from raqa.plots import message_figure, safe, score_by_rank, token_meter
+from raqa.popularity import PopItem
 from raqa.readers import BASE_READER
 from raqa.render import RunView, esc, mark_stopped
-from raqa.result_plots import FIGURES
+from raqa.result_plots import FIGURES as RESULT_FIGURES
+from raqa.route_render import RouteView, message_html
+from raqa.router import POLICIES, Popularity, decide
 from raqa.service import Service
+from raqa.text import normalize_answer
 
 LOG = logging.getLogger(__name__)
 ASSETS = Path(__file__).resolve().parent.parent / "assets"
@@ -109,10 +115,79 @@ def _outputs(views: list[RunView], verdicts: list[list[WindowVerdict]], settings
     return answers, windows, pages, scores, meter
 
 
-EXPERIMENT_ORDER = ["recall", "topk_vs_iterative", "window_order", "negative_windows", "unanswerable", "reader_comparison"]
+EXPERIMENT_ORDER = [
+    "recall",
+    "topk_vs_iterative",
+    "window_order",
+    "negative_windows",
+    "unanswerable",
+    "reader_comparison",
+    "when_to_retrieve",
+]
+FIGURES = {**RESULT_FIGURES, "when_to_retrieve": accuracy_figure}
+NO_ADAPT_MODEL = (
+    "The When-to-retrieve view needs the Adapt-LLM, NR-LLM and AR-LLM adapters (assets/adapt, made by "
+    "python -m raqa train-adapt) on the embedded model; this page runs without them."
+)
 
 
-def experiment_caption(record: dict) -> str:
+def route(service: Service, question):
+    """Stream the "When to retrieve" cards: each policy's decision, page and answer for the question."""
+    try:
+        question = clean_question(question)
+    except SettingsError as e:
+        yield message_html(str(e))
+        return
+    if service.adapt is None:
+        yield message_html(NO_ADAPT_MODEL)
+        return
+    item: PopItem | None = service.popularity.get(normalize_answer(question))
+    popularity = Popularity(item.popularity if item else None, service.config.pop_threshold)
+    view = RouteView(question)
+    try:
+        for policy in POLICIES:
+            view.busy = policy
+            yield view.html()
+            for event in decide(question, policy, service.adapt, lambda q: service.index.search(q, 1), popularity):
+                view.add(event)
+                yield view.html()
+        view.busy, view.done = None, True
+        yield view.html()
+    except Exception:  # last resort, as in ask()
+        LOG.exception("A route failed on an unexpected error")
+        yield message_html("The decision stopped on an internal error. Please try again.")
+
+
+def route_view(service: Service, results_dir: Path | None = None):
+    """The "When to retrieve" tab; returns (question box, button, output) for the caller to wire."""
+    gr.HTML(
+        '<p class="raqa-meta">Adapt-LLM is the same model with a LoRA adapter trained to answer from memory when '
+        "it knows and to reply <code>&lt;RET&gt;</code> when it needs a page; it is compared with adapters "
+        "trained to never retrieve and to always retrieve (BM25's top page), and with a popularity threshold "
+        "(needs PopQA-format data: RAQA_POPQA and RAQA_POP_THRESHOLD).</p>"
+    )
+    with gr.Row():
+        question = gr.Textbox(
+            label="Question", placeholder="Ask something…", lines=1, max_length=1000, elem_id="raqa-route-question"
+        )
+        button = gr.Button("Decide", variant="primary", elem_id="raqa-route-run", scale=0)
+    gr.Examples(load_examples(), inputs=question, label="Examples")
+    output = gr.HTML(message_html(NO_ADAPT_MODEL) if service.adapt is None else "", elem_id="raqa-route-cards")
+    records = [
+        (stem, r)
+        for stem, r in (load_results(results_dir) if results_dir else load_results()).items()
+        if r.get("experiment") == "when_to_retrieve" and "error" not in r
+    ]
+    if not records:
+        gr.HTML('<div class="raqa-empty">No evaluation committed yet: run python -m raqa eval-adapt.</div>')
+    for stem, record in records:
+        for name, make in ROUTE_FIGURES.items():
+            gr.Plot(safe(make, record), elem_classes=["raqa-route-figure"], elem_id=f"raqa-route-{name}-{stem}")
+        gr.HTML(experiment_caption(record, "raqa-route-caption"))
+    return question, button, output
+
+
+def experiment_caption(record: dict, css: str = "raqa-caption") -> str:
     """Where a committed result came from: the command, data, model and code that made it."""
     parts = [
         f"<b>{esc(record.get('experiment', '?'))}</b> · {esc(record.get('dataset', '?'))}",
@@ -121,7 +196,7 @@ def experiment_caption(record: dict) -> str:
         f"corpus: {esc(record.get('corpus', '?'))}",
         f"{esc(record.get('code_version', '?'))}, {esc(record.get('created', '?'))}, {esc(record.get('seconds', '?'))} s",
     ]
-    return '<div class="raqa-caption">' + " · ".join(parts) + "</div>"
+    return f'<div class="{css}">' + " · ".join(parts) + "</div>"
 
 
 def experiments_view(results_dir: Path | None = None) -> None:
@@ -210,6 +285,8 @@ def build_demo(service: Service) -> gr.Blocks:
                 meter = gr.Plot(label="Token meter", elem_id="raqa-tokens")
             with gr.Accordion("All retrieved pages", open=False):
                 pages = gr.HTML(elem_id="raqa-pages")
+        with gr.Tab("When to retrieve", id="route"):
+            route_question, route_button, route_cards = route_view(service)
         with gr.Tab("Experiments", id="experiments"):
             experiments_view()
         gr.HTML(f'<div class="raqa-footer">{ATTRIBUTION}</div>')
@@ -234,6 +311,13 @@ def build_demo(service: Service) -> gr.Blocks:
             queue=False,
             api_name=False,
         )
+
+        def route_here(question_):
+            yield from route(service, question_)
+
+        route_listen = dict(concurrency_id="model", preprocess=False, trigger_mode="multiple")
+        route_button.click(route_here, [route_question], [route_cards], api_name="route", **route_listen)
+        route_question.submit(route_here, [route_question], [route_cards], api_name=False, **route_listen)
     demo.queue(default_concurrency_limit=1, max_size=64)
     return demo
 

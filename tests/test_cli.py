@@ -255,3 +255,20 @@ def test_app_with_a_malformed_corpus_names_the_line(tmp_path: Path) -> None:
     )
     assert result.returncode == 2 and f"error: {corpus}, line 2" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["route", ""], "empty"),
+        (["route", "Everest?", "--adapters", "/nonexistent"], "train-adapt"),
+        (["eval-adapt", "--limit", "0"], "--limit must be 1 or more"),
+        (["eval-adapt", "--limit", "2", "--adapters", "/nonexistent"], "train-adapt"),
+        (["eval-adapt", "--limit", "2", "--popqa", "/nonexistent.tsv"], "no such PopQA file"),
+        (["train-adapt", "--limit", "0"], "--limit must be 1 or more"),
+        (["train-adapt", "--batch", "0"], "batch must be 1 or more"),
+    ],
+)
+def test_adapt_commands_refuse_bad_input_with_exit_2(argv, message, capsys: pytest.CaptureFixture) -> None:
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err

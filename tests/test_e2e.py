@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from adapt_fakes import FakeAdaptModel, knows_paris
 
 from raqa.config import AppConfig
 from raqa.corpus import Page
@@ -80,6 +81,7 @@ def server(tmp_path_factory, backend):
         backend,
         "test corpus",
         {},
+        adapt=FakeAdaptModel(knows_paris),
     )
     port = _free_port()
     demo = build_demo(service)
@@ -243,4 +245,32 @@ def test_experiments_view_shows_every_committed_result_as_a_figure(page):
     )
     assert page.locator(".raqa-experiment").count() == expected
     captions = page.locator(".raqa-caption").all_inner_texts()
-    assert len(captions) == expected and all("python -m raqa experiment" in c for c in captions)
+    assert len(captions) == expected
+    assert all("python -m raqa experiment" in c or "python -m raqa eval-adapt" in c for c in captions)
+
+
+def test_when_to_retrieve_shows_four_decisions_and_the_evaluation(page):
+    import json
+
+    page.get_by_role("tab", name="When to retrieve").click()
+    page.locator("#raqa-route-question textarea").fill(XSS_QUESTION)
+    page.locator("#raqa-route-run").click()
+    page.wait_for_selector('#raqa-route-cards .raqa-route-grid[data-done="true"]', timeout=30000)
+    assert page.locator(".raqa-route-card").count() == 4
+    adapt = page.locator(".raqa-route-adapt")
+    assert "Retrieved" in adapt.inner_text() and "P(<RET>) = 0.900" in adapt.inner_text()
+    assert "Zebra facts" in adapt.inner_text()  # the page it read: a hostile title, shown as text
+    assert "Cannot decide" in page.locator(".raqa-route-popularity").inner_text()
+    assert page.evaluate("() => window.__raqa_xss") is None and page.dialogs == []
+    assert page.locator("#raqa-route-cards img, #raqa-route-cards script").count() == 0
+    evaluations = [
+        p
+        for p in (ROOT / "assets" / "results").glob("when_to_retrieve-*.json")
+        if "error" not in json.loads(p.read_text())
+    ]
+    if evaluations:
+        page.wait_for_function(
+            f"() => document.querySelectorAll('.raqa-route-figure .js-plotly-plot').length >= {4 * len(evaluations)}",
+            timeout=30000,
+        )
+        assert "python -m raqa eval-adapt" in page.locator(".raqa-route-caption").first.inner_text()
