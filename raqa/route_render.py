@@ -96,3 +96,23 @@ class RouteView:
 def message_html(text: str, failed: bool = True) -> str:
     css = "raqa-answer raqa-failed" if failed else "raqa-answer"
     return f'<div class="{css}">{esc(text)}</div>'
+
+
+def evaluation_summary(record: dict) -> str:
+    """One line per dataset of the committed eval-adapt record: accuracy by policy and the <RET> rate."""
+    names = {
+        "never": "never",
+        "always": "always",
+        "adapt": "Adapt-LLM",
+        "adapt_threshold": "Adapt-LLM with a threshold",
+    }
+    lines = []
+    for dataset, d in record["results"]["datasets"].items():
+        parts = ", ".join(
+            f"{esc(names.get(p, p))} {v['accuracy']['value']:.1%}" for p, v in d["policies"].items() if "accuracy" in v
+        )
+        lines.append(
+            f"<li><b>{esc(dataset)}</b> test (n={d['n']}): accuracy {parts}; Adapt-LLM asked for "
+            f"&lt;RET&gt; on {d['ret_rate']['value']:.1%}</li>"
+        )
+    return f'<ul class="raqa-route-summary">{"".join(lines)}</ul>'

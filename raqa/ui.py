@@ -24,7 +24,7 @@ from raqa.popularity import PopItem
 from raqa.readers import BASE_READER
 from raqa.render import RunView, esc, mark_stopped
 from raqa.result_plots import FIGURES as RESULT_FIGURES
-from raqa.route_render import RouteView, message_html
+from raqa.route_render import RouteView, evaluation_summary, message_html
 from raqa.router import POLICIES, Popularity, decide
 from raqa.service import Service
 from raqa.text import normalize_answer
@@ -181,6 +181,10 @@ def route_view(service: Service, results_dir: Path | None = None):
     if not records:
         gr.HTML('<div class="raqa-empty">No evaluation committed yet: run python -m raqa eval-adapt.</div>')
     for stem, record in records:
+        try:
+            gr.HTML(evaluation_summary(record))
+        except (KeyError, TypeError) as e:
+            gr.HTML(message_html(f"The evaluation summary could not be read: {type(e).__name__}: {e}"))
         for name, make in ROUTE_FIGURES.items():
             gr.Plot(safe(make, record), elem_classes=["raqa-route-figure"], elem_id=f"raqa-route-{name}-{stem}")
         gr.HTML(experiment_caption(record, "raqa-route-caption"))

@@ -223,6 +223,14 @@ def test_the_default_app_answers_on_the_real_model(browser, tmp_path):
         tab.wait_for_selector(".raqa-final-text", timeout=180000)
         assert tab.locator(".raqa-window .raqa-badge").count() >= 1
         assert tab.locator(".raqa-final-text").inner_text().strip()
+        # When to retrieve, on the real model and the committed adapters
+        tab.get_by_role("tab", name="When to retrieve").click()
+        tab.locator("#raqa-route-question textarea").fill("Who painted the Mona Lisa?")
+        tab.locator("#raqa-route-run").click()
+        tab.wait_for_selector('#raqa-route-cards .raqa-route-grid[data-done="true"]', timeout=180000)
+        adapt = tab.locator(".raqa-route-adapt").inner_text()
+        assert "P(<RET>) = " in adapt and ("Retrieved" in adapt or "From memory" in adapt)
+        assert "Mona Lisa" in tab.locator(".raqa-route-always").inner_text()  # the page AR-LLM read
         artifacts = os.environ.get("RAQA_SCREENSHOTS")
         if artifacts:
             tab.screenshot(path=str(Path(artifacts) / "default-app.png"), full_page=True)

@@ -125,7 +125,7 @@ def test_training_lowers_the_loss_saves_peft_format_and_reloads_identically(tmp_
     # the tiny model's output layer is random and frozen, so the loss cannot fall far; it must still fall
     assert list(means) == [str(e) for e in range(1, 11)] and means["10"] < means["1"] - 0.2
     assert all(torch.equal(before[k], v) for k, v in base.state_dict().items())  # the base stays untouched
-    save(tmp_path / "a", peft_model, {"kind": "test"}, log, "# card\n", "card.json")
+    save(tmp_path / "a", peft_model, {"kind": "test"}, log, "# card\n", "card.json", "tiny-base")
     assert {p.name for p in (tmp_path / "a").iterdir()} >= {
         "adapter_config.json",
         "adapter_model.safetensors",
@@ -133,7 +133,8 @@ def test_training_lowers_the_loss_saves_peft_format_and_reloads_identically(tmp_
         "training_log.json",
         "README.md",
     }
-    assert json.loads((tmp_path / "a" / "adapter_config.json").read_text())["r"] == 8
+    config = json.loads((tmp_path / "a" / "adapter_config.json").read_text())
+    assert config["r"] == 8 and config["base_model_name_or_path"] == "tiny-base"
     reloaded = PeftModel.from_pretrained(copy.deepcopy(base), str(tmp_path / "a")).eval()
     ids = torch.tensor([encode(EXAMPLES[0], tok)[0]])
     with torch.no_grad():

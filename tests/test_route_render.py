@@ -62,3 +62,23 @@ def test_ret_probability_bar_stays_in_range():
     view = RouteView()
     view.add(Decision("adapt", False, "answered from memory", 1.7, "Paris"))
     assert 'style="width:100.0%"' in view.html()
+
+
+def test_evaluation_summary_lists_each_dataset_and_escapes_names():
+    from raqa.route_render import evaluation_summary
+
+    est = {"value": 0.25, "low": 0.1, "high": 0.4, "n": 8}
+    record = {
+        "results": {
+            "datasets": {
+                "<b>nq</b>": {
+                    "n": 8,
+                    "policies": {"never": {"accuracy": est}, "adapt": {"accuracy": est}},
+                    "ret_rate": {**est, "value": 0.875},
+                }
+            }
+        }
+    }
+    html = evaluation_summary(record)
+    assert "<b>&lt;b&gt;nq&lt;/b&gt;</b> test (n=8)" in html and "never 25.0%" in html and "Adapt-LLM 25.0%" in html
+    assert "&lt;RET&gt; on 87.5%" in html

@@ -1,0 +1,70 @@
+"""The committed Adapt-LLM adapters: their cards agree with their data, and (slow) they load and behave."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from raqa.adapt_data import Labelled, data_summary, examples
+from raqa.adapt_model import ADAPT_DIR, CARD_FILE, adapter_dirs
+from raqa.llm import ModelError
+from raqa.router import RET, closed_book_messages, parametric_messages
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _rows() -> list[Labelled]:
+    lines = (ADAPT_DIR / "training_data.jsonl").read_text(encoding="utf-8").splitlines()
+    return [Labelled(**{**json.loads(line), "answers": tuple(json.loads(line)["answers"])}) for line in lines]
+
+
+def test_each_card_reports_the_data_it_was_trained_on():
+    rows = _rows()
+    summary = data_summary(rows)
+    for kind, folder in adapter_dirs().items():
+        card = json.loads((folder / CARD_FILE).read_text())
+        assert card["kind"] == kind and card["data"] == summary
+        assert card["training"]["examples"] == len(examples(rows, kind))
+        assert card["lora"]["rank"] == 8 and card["lora"]["alpha"] == 16 and card["lora"]["lr"] == 3e-4
+        assert card["lora"]["epochs"] == 3 and card["command"].startswith("python -m raqa train-adapt")
+        log = json.loads((folder / "training_log.json").read_text())
+        assert len(log["steps"]) == card["training"]["loss"]["steps"] > 0
+        assert (folder / "adapter_model.safetensors").stat().st_size < 10_000_000
+    # dev questions only: nothing from the test splits eval-adapt reads
+    assert all("-dev-" in r.id for r in rows)
+
+
+def test_missing_adapters_are_named(tmp_path):
+    (tmp_path / "adapt").mkdir()
+    with pytest.raises(ModelError, match="never.*always.*train-adapt"):
+        adapter_dirs(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def adapt_model():
+    from raqa.adapt_model import load_adapt_model
+    from raqa.config import default_cache_dir
+
+    return load_adapt_model(default_cache_dir())
+
+
+@pytest.mark.slow
+def test_the_adapt_adapter_learned_to_ask_for_retrieval(adapt_model):
+    """P(<RET>) under Adapt-LLM is far above the base model's on dev questions it was taught <RET> for."""
+    unknown = [r for r in _rows() if not r.known][:5]
+    for row in unknown:
+        messages = parametric_messages(row.question)
+        base, tuned = adapt_model.ret_probability(messages, "base"), adapt_model.ret_probability(messages, "adapt")
+        assert 0 <= base < 0.05 and tuned > 10 * base
+
+
+@pytest.mark.slow
+def test_ret_can_be_forbidden_and_adapters_switch(adapt_model):
+    question = _rows()[0].question
+    banned = adapt_model.generate(parametric_messages(question), "adapt", ban_ret=True)
+    assert RET not in banned and banned.strip()
+    replies = {a: adapt_model.generate(closed_book_messages(question), a) for a in ("base", "never")}
+    # NR-LLM was trained to reply with the bare answer; the base model writes sentences
+    assert len(replies["never"]) < len(replies["base"])
