@@ -57,8 +57,6 @@ class GreedyModel:
         self._stop_ids = helper._stop_ids
         self._specials = helper._specials
         self._ret_ids = tokenizer(RET, add_special_tokens=False)["input_ids"]
-        # subtle: the reply may write <RET> with or without a leading space; both spellings are banned
-        self._ret_spellings = [self._ret_ids, tokenizer(" " + RET, add_special_tokens=False)["input_ids"]]
 
     def count_tokens(self, text: str) -> int:
         return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
@@ -89,19 +87,21 @@ class GreedyModel:
         with self._use(adapter), torch.inference_mode():
             out = self.model(input_ids=torch.tensor([prompt]), use_cache=True)
             for _ in range(self.answer_tokens):
-                logits = out.logits[0, -1].clone()
-                if ban_ret:
-                    for spelling in self._ret_spellings:
-                        # forbid the token that would complete <RET> after the text so far
-                        k = len(spelling) - 1
-                        if k == 0 or generated[-k:] == spelling[:-1]:
-                            logits[spelling[-1]] = float("-inf")
-                token = int(torch.argmax(logits))
+                logits = out.logits[0, -1]
+                token = self._without_ret(generated, logits) if ban_ret else int(torch.argmax(logits))
                 if token in self._stop_ids:
                     break
                 generated.append(token)
                 out = self.model(input_ids=torch.tensor([[token]]), cache=_cache(out), use_cache=True)
         return self.tokenizer.decode(generated, skip_special_tokens=True).strip()
+
+    def _without_ret(self, generated: list[int], logits) -> int:
+        """The most likely next token whose text, after the reply so far, does not spell <RET>."""
+        # subtle: token-level bans miss merged spellings: "<RET><RET>" tokenises as "<", "RET", "><", "RET", ">"
+        for token in self.torch.topk(logits, min(64, logits.numel())).indices.tolist():
+            if token in self._stop_ids or RET not in self.tokenizer.decode(generated + [token]):
+                return token
+        return next(iter(self._stop_ids))
 
     def ret_probability(self, messages: Messages, adapter: str = "adapt") -> float:
         """P(the reply starts with <RET>): the product of its tokens' probabilities, teacher-forced."""

@@ -68,3 +68,33 @@ def test_ret_can_be_forbidden_and_adapters_switch(adapt_model):
     replies = {a: adapt_model.generate(closed_book_messages(question), a) for a in ("base", "never")}
     # NR-LLM was trained to reply with the bare answer; the base model writes sentences
     assert len(replies["never"]) < len(replies["base"])
+
+
+class _PieceTokenizer:
+    """Decodes ids by joining pieces, like a BPE tokenizer whose vocabulary merges '><'."""
+
+    pieces = ["<", "RET", ">", "><", " Paris", "<|end|>"]
+
+    def decode(self, ids, **_):
+        return "".join(self.pieces[i] for i in ids)
+
+
+def _greedy_on_pieces():
+    import torch
+
+    from raqa.adapt_model import GreedyModel
+
+    model = object.__new__(GreedyModel)  # only the ban's fields: no weights needed
+    model.torch, model.tokenizer, model._stop_ids = torch, _PieceTokenizer(), {5}
+    return model, torch
+
+
+def test_the_ret_ban_catches_merged_spellings():
+    model, torch = _greedy_on_pieces()
+    prefer = lambda *order: torch.tensor([10.0 - order.index(i) if i in order else -5.0 for i in range(6)])  # noqa: E731
+    # after "<RET" the most likely tokens are ">" and the merged "><"; both would spell <RET>
+    assert model._without_ret([0, 1], prefer(2, 3, 4)) == 4
+    # "<" then "RET" is fine on its own; only completing the tag is banned
+    assert model._without_ret([0], prefer(1, 4)) == 1
+    assert model._without_ret([3], prefer(1, 4)) == 1  # "><" + "RET" is not yet "<RET>"
+    assert model._without_ret([3, 1], prefer(2, 5)) == 5  # the end token is always allowed
