@@ -4,7 +4,7 @@ Each question goes through router.decide for every policy, the same event stream
 scored two ways, both labelled: exact match (normalised reply == a normalised gold answer) and the paper's
 "accuracy" (a normalised gold answer is contained in the normalised reply). For the paper's Table 3 the
 Adapt-LLM adapter also answers each question the other way: without context when it asked for <RET>
-(with <RET> forbidden), with the top page when it answered from memory. Shares carry 95% Wilson intervals;
+(the closed-book prompt, <RET> forbidden), with the top page when it answered from memory. Shares carry 95% Wilson intervals;
 differences between policies on the same questions carry 95% paired-bootstrap intervals.
 
 Left out here: training (adapt_train.py) and figures (adapt_plots.py).
@@ -27,7 +27,6 @@ from raqa.router import (
     closed_book_messages,
     context_messages,
     decide,
-    parametric_messages,
 )
 
 EVAL_POLICIES = ("never", "always", "adapt")
@@ -69,7 +68,9 @@ def evaluate_question(item: QAItem, model, search: Callable) -> dict:
         row[policy] = record
     adapt = row["adapt"]
     if adapt["asked_ret"]:
-        closed = model.generate(parametric_messages(item.question), "adapt", ban_ret=True)
+        # subtle: under the parametric prompt with <RET> forbidden, the trained adapter writes near-spellings
+        # ("<RET >", "<RETURN>", measured on all 600 test questions), so its memory is asked closed-book
+        closed = model.generate(closed_book_messages(item.question), "adapt", ban_ret=True)
         row["adapt_other"] = {"answer": closed, "with_context": False, **_scores(closed, item.answers)}
     elif "always" in contexts:
         with_page = model.generate(context_messages(item.question, contexts["always"]), "adapt")

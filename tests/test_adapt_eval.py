@@ -33,9 +33,10 @@ def test_one_question_through_every_policy(tiny_index):
         row["always"]["answer"] == "Mount Everest" and row["always"]["exact_match"] and row["always"]["page_has_answer"]
     )
     assert row["adapt"]["asked_ret"] and row["adapt"]["first_reply"] == RET and row["adapt"]["accuracy"]
-    # Table 3's other half: the same adapter without context, with <RET> forbidden
+    # Table 3's other half: the same adapter without context, asked closed-book with <RET> forbidden
     assert row["adapt_other"]["with_context"] is False and row["adapt_other"]["answer"] == "I think it is Mont Blanc"
-    assert model.calls[-1][1:] == ("adapt", True)
+    prompt, adapter, banned = model.calls[-1]
+    assert (adapter, banned) == ("adapt", True) and RET not in prompt and "given the context" not in prompt
 
 
 def test_a_direct_answer_is_also_tried_with_the_page_for_table_3(tiny_index):
