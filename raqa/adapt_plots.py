@@ -43,6 +43,8 @@ def accuracy_figure(record: dict) -> go.Figure:
                 marker_color=colour,
                 showlegend=col == 1,
                 legendgroup=policy,
+                row=1,
+                col=col,
             )
     figure.update_yaxes(tickformat=".0%", title_text="share of questions", col=1)
     figure.update_layout(title="When to retrieve: accuracy by policy (95% intervals)", barmode="group", **_LAYOUT)

@@ -98,6 +98,9 @@ def test_figures_show_each_policy_ret_rate_and_table_3(tiny_index):
     names = {t.name for t in accuracy.data}
     assert names == {"NR-LLM (never)", "AR-LLM (always)", "Adapt-LLM", "Adapt-LLM, P(<RET>) threshold"}
     assert len(accuracy.data) == 8
+    # one subplot per metric: the exact-match bars must not land on the accuracy axes
+    assert sorted(t.xaxis for t in accuracy.data) == ["x"] * 4 + ["x2"] * 4
+    assert {t.xaxis for t in accuracy.data if t.showlegend} == {"x"}
     adapt_bar = next(t for t in accuracy.data if t.name == "Adapt-LLM")
     assert list(adapt_bar.x) == ["nq (n=3)", "triviaqa (n=2)"] and list(adapt_bar.y) == [1.0, 1.0]
     ret = FIGURES["ret_rate"](record)
