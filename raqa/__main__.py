@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 
 from raqa.config import AppConfig, SettingsError, clean_question, validate_settings
-from raqa.corpus import CorpusError
-from raqa.events import (
+from raqa.models.local import ModelError
+from raqa.reading.events import (
     Final,
     Notice,
     ReplyDelta,
@@ -23,7 +23,7 @@ from raqa.events import (
     WindowVerdict,
     to_json,
 )
-from raqa.llm import ModelError
+from raqa.retrieval.corpus import CorpusError
 
 
 def _add_model_options(parser: argparse.ArgumentParser) -> None:
@@ -74,7 +74,7 @@ def _print_human(event) -> None:
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
-    from raqa.engine import run
+    from raqa.reading.engine import run
     from raqa.service import Service
 
     try:
@@ -104,9 +104,9 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
 
 def cmd_route(args: argparse.Namespace) -> int:
-    from raqa import router
-    from raqa.adapt_model import load_adapt_model
     from raqa.service import Service
+    from raqa.when_to_retrieve import policies as router
+    from raqa.when_to_retrieve.model import load_adapt_model
 
     try:
         question = clean_question(args.question)
@@ -122,7 +122,7 @@ def cmd_route(args: argparse.Namespace) -> int:
 
 
 def _policy_list(text: str) -> list[str]:
-    from raqa.router import POLICIES
+    from raqa.when_to_retrieve.policies import POLICIES
 
     names = [t.strip() for t in text.split(",") if t.strip()]
     bad = [n for n in names if n not in POLICIES]
@@ -132,7 +132,7 @@ def _policy_list(text: str) -> list[str]:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from raqa.bench import main as bench_main
+    from raqa.ops.bench import main as bench_main
 
     return bench_main(args)
 
@@ -152,14 +152,14 @@ def _progress_line(label: str):
 
 
 def _sample_questions(count: int, seed: int) -> list[str]:
-    from raqa.questions import load_questions
+    from raqa.evaluation.questions import load_questions
 
     return [item.question for item in load_questions("nq", "test", limit=count, seed=seed)]
 
 
 def cmd_load_test(args: argparse.Namespace) -> int:
     """Serve the page on the real model and send one NQ question per session, all at once."""
-    from raqa import reliability
+    from raqa.ops import reliability
     from raqa.service import Service
 
     service = Service.load(_config(args), progress=lambda m: print(m, file=sys.stderr))
@@ -194,7 +194,7 @@ def cmd_load_test(args: argparse.Namespace) -> int:
 
 def cmd_soak(args: argparse.Namespace) -> int:
     """Run questions one after another through the page's generator and record memory after each."""
-    from raqa import reliability
+    from raqa.ops import reliability
     from raqa.service import Service
 
     service = Service.load(_config(args), progress=lambda m: print(m, file=sys.stderr))
@@ -223,7 +223,7 @@ def cmd_scale_bench(args: argparse.Namespace) -> int:
     """Index a generated corpus of --pages pages and measure build time, peak memory and query latency."""
     import tempfile
 
-    from raqa import scale
+    from raqa.ops import scale
 
     work = Path(args.work or tempfile.mkdtemp(prefix="raqa-scale-"))
     result = scale.measure(args.pages, work, _sample_questions(args.queries, args.seed), args.seed)
@@ -245,7 +245,7 @@ def _provenance() -> dict:
     import platform
     from datetime import UTC, datetime
 
-    from raqa.experiments import code_version
+    from raqa.evaluation.experiments import code_version
 
     return {
         "code_version": code_version(),
@@ -268,11 +268,11 @@ POOL_FACTOR = {"negative_windows": 10, "unanswerable": 10, "reader_comparison": 
 
 def _reader_comparison(args, service, pool, positives, limit, progress) -> tuple[dict, float]:
     """The base model and a trained reader (both loaded here) on the same test windows and questions."""
-    from raqa import experiments
     from raqa.config import RunSettings
-    from raqa.llm import TransformersBackend
-    from raqa.questions import load_questions
-    from raqa.readers import BASE_READER, get_reader
+    from raqa.evaluation import experiments
+    from raqa.evaluation.questions import load_questions
+    from raqa.models.local import TransformersBackend
+    from raqa.reading.readers import BASE_READER, get_reader
 
     reader = get_reader(args.reader)
     tuned = TransformersBackend.load(
@@ -305,11 +305,11 @@ def _reader_comparison(args, service, pool, positives, limit, progress) -> tuple
 def cmd_experiment(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from raqa import experiments
     from raqa.config import RunSettings
-    from raqa.experiments import PositiveIndex
-    from raqa.index import load_or_build
-    from raqa.questions import QuestionsError, load_questions
+    from raqa.evaluation import experiments
+    from raqa.evaluation.experiments import PositiveIndex
+    from raqa.evaluation.questions import QuestionsError, load_questions
+    from raqa.retrieval.index import load_or_build
     from raqa.service import Service
 
     name = args.name
@@ -375,7 +375,7 @@ def cmd_experiment(args: argparse.Namespace) -> int:
 
 def cmd_train_reader(args: argparse.Namespace) -> int:
     from raqa.config import default_cache_dir
-    from raqa.training import LoraSettings, train_reader
+    from raqa.training.reader import LoraSettings, train_reader
 
     if args.limit < 4 or args.epochs < 1 or args.calibration < 1 or not 0 <= args.verdict_weight <= 1:
         print(
@@ -412,9 +412,9 @@ def cmd_train_reader(args: argparse.Namespace) -> int:
 
 
 def cmd_train_adapt(args: argparse.Namespace) -> int:
-    from raqa.adapt_train import train_adapt
     from raqa.config import default_cache_dir
-    from raqa.lora import LoraSettings
+    from raqa.training.lora import LoraSettings
+    from raqa.training.when_to_retrieve import train_adapt
 
     settings = LoraSettings(
         rank=args.rank,
@@ -455,12 +455,12 @@ def cmd_eval_adapt(args: argparse.Namespace) -> int:
 
     from tqdm import tqdm
 
-    from raqa import experiments
-    from raqa.adapt_eval import evaluate, popularity_baseline, summarise
-    from raqa.adapt_model import adapter_card, adapter_dirs, load_adapt_model
-    from raqa.popularity import PopularityError, load_popqa
-    from raqa.questions import QuestionsError, load_questions
+    from raqa.evaluation import experiments
+    from raqa.evaluation.questions import QuestionsError, load_questions
+    from raqa.evaluation.when_to_retrieve import evaluate, popularity_baseline, summarise
     from raqa.service import Service
+    from raqa.when_to_retrieve.model import adapter_card, adapter_dirs, load_adapt_model
+    from raqa.when_to_retrieve.popularity import PopularityError, load_popqa
 
     say = lambda m: print(m, file=sys.stderr)  # noqa: E731
     try:
@@ -529,8 +529,8 @@ def _dataset_list(text: str) -> list[str]:
 
 def _endpoint_backend(name: str):
     """The backend called name in the RAQA_ENDPOINTS file; ValueError/ModelError list what is wrong."""
-    from raqa.backends import ENDPOINTS_ENV, endpoints_from_env
-    from raqa.endpoint import EndpointBackend
+    from raqa.models.endpoint import EndpointBackend
+    from raqa.models.endpoints_file import ENDPOINTS_ENV, endpoints_from_env
 
     configs = endpoints_from_env()
     names = [c.name for c in configs]
@@ -542,9 +542,9 @@ def _endpoint_backend(name: str):
 
 def cmd_batch(args: argparse.Namespace) -> int:
     """Iterative prompting over a question set, resumable: one JSONL line per question as it finishes."""
-    from raqa.batch import BatchError, question_work, run_batch, summarise
-    from raqa.llm import TransformersBackend
-    from raqa.questions import QuestionsError, load_questions
+    from raqa.evaluation.questions import QuestionsError, load_questions
+    from raqa.models.local import TransformersBackend
+    from raqa.ops.batch import BatchError, question_work, run_batch, summarise
     from raqa.service import Service
 
     if not 1 <= args.concurrency <= 256:

@@ -16,6 +16,9 @@ from typing import Literal, get_args
 Strategy = Literal["iterative", "topk"]
 Order = Literal["forward", "backward"]
 
+# the repository's assets folder: CSS, examples, trained adapters and readers, committed results
+ASSETS_DIR = Path(__file__).resolve().parent.parent / "assets"
+
 WINDOW_RANGE = (1, 20)
 K_RANGE = (5, 100)
 MAX_QUESTION_CHARS = 1000

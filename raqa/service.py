@@ -11,10 +11,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from raqa.config import AppConfig
-from raqa.corpus import Page, corpus_name, load_corpus
-from raqa.index import BM25Index, load_or_build
-from raqa.llm import Backend, ModelError, TransformersBackend
-from raqa.readers import BASE_READER, Reader, available_readers
+from raqa.models.local import Backend, ModelError, TransformersBackend
+from raqa.reading.readers import BASE_READER, Reader, available_readers
+from raqa.retrieval.corpus import Page, corpus_name, load_corpus
+from raqa.retrieval.index import BM25Index, load_or_build
 
 # Corpus files larger than this are read from disk on demand (pagestore.py) instead of into memory.
 PAGESTORE_ABOVE_BYTES = 64 * 1024 * 1024
@@ -94,7 +94,7 @@ class Service:
 
 def _load_adapt(config: AppConfig, base: Backend, progress: Callable[[str], None]):
     """The Adapt-LLM adapters on a copy of the embedded model, when they are shipped and the page runs that model."""
-    from raqa.adapt_model import ADAPT_DIR, load_adapt_model
+    from raqa.when_to_retrieve.model import ADAPT_DIR, load_adapt_model
 
     if config.model is not None or config.adapter is not None or not isinstance(base, TransformersBackend):
         return None
@@ -105,7 +105,7 @@ def _load_adapt(config: AppConfig, base: Backend, progress: Callable[[str], None
 
 def _load_popularity(path: str) -> dict:
     """PopQA questions by normalised text; a broken file stops the start with the loader's message."""
-    from raqa.popularity import PopularityError, load_popqa, lookup
+    from raqa.when_to_retrieve.popularity import PopularityError, load_popqa, lookup
 
     try:
         return lookup(load_popqa(path))
@@ -119,7 +119,7 @@ def open_corpus(config: AppConfig, progress: Callable[[str], None]) -> Sequence[
 
     if config.corpus is not None and Path(config.corpus).is_file():
         if Path(config.corpus).stat().st_size > PAGESTORE_ABOVE_BYTES:
-            from raqa.pagestore import PageStore
+            from raqa.retrieval.pagestore import PageStore
 
             return PageStore.open(config.corpus, config.cache_dir, lambda message, fraction: progress(message))
     return load_corpus(config.corpus)
@@ -127,8 +127,8 @@ def open_corpus(config: AppConfig, progress: Callable[[str], None]) -> Sequence[
 
 def _load_endpoints(path: str) -> dict[str, tuple[Reader, Backend]]:
     """The operator's model servers (RAQA_ENDPOINTS), each offered to visitors as a reader."""
-    from raqa.backends import EndpointConfigError, load_endpoints
-    from raqa.endpoint import EndpointBackend
+    from raqa.models.endpoint import EndpointBackend
+    from raqa.models.endpoints_file import EndpointConfigError, load_endpoints
 
     try:
         configs = load_endpoints(path)

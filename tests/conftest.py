@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from raqa.corpus import Page, load_corpus
-from raqa.index import BM25Index
-from raqa.llm import Messages, ScriptedBackend
+from raqa.models.local import Messages, ScriptedBackend
+from raqa.retrieval.corpus import Page, load_corpus
+from raqa.retrieval.index import BM25Index
 
 TINY_PAGES = (
     Page(

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from raqa.adapt_data import Labelled, choose_context, data_summary, examples, label
-from raqa.questions import QAItem
-from raqa.router import RET
+from raqa.evaluation.questions import QAItem
+from raqa.training.when_to_retrieve_data import Labelled, choose_context, data_summary, examples, label
+from raqa.when_to_retrieve.policies import RET
 
 ITEMS = [
     ("nq", QAItem("nq-dev-1", "Who first reached the summit of Everest in 1953?", ("Edmund Hillary", "Hillary"))),

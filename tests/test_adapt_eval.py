@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from adapt_fakes import FakeAdaptModel, knows_paris
 
-from raqa.adapt_eval import evaluate, evaluate_question, popularity_baseline, summarise
-from raqa.questions import QAItem
-from raqa.router import RET
+from raqa.evaluation.questions import QAItem
+from raqa.evaluation.when_to_retrieve import evaluate, evaluate_question, popularity_baseline, summarise
+from raqa.when_to_retrieve.policies import RET
 
 PARIS = QAItem("q1", "What is the capital of France?", ("Paris",))
 EVEREST = QAItem("q2", "Which mountain did Hillary climb in 1953?", ("Mount Everest", "Everest"))
@@ -74,7 +74,7 @@ def test_summary_accuracies_ret_rate_and_table_3(tiny_index):
 
 
 def test_popularity_baseline_is_tuned_on_one_half_and_scored_on_the_other(tiny_index):
-    from raqa.popularity import PopItem
+    from raqa.when_to_retrieve.popularity import PopItem
 
     # popular questions are about France (known from memory); unpopular ones need the page
     items = [PopItem(f"p{i}", PARIS.question, PARIS.answers, 10_000 + i) for i in range(4)]
@@ -90,7 +90,7 @@ def test_popularity_baseline_is_tuned_on_one_half_and_scored_on_the_other(tiny_i
 
 
 def test_figures_show_each_policy_ret_rate_and_table_3(tiny_index):
-    from raqa.adapt_plots import FIGURES
+    from raqa.web.figures_when_to_retrieve import FIGURES
 
     rows = evaluate([PARIS, EVEREST, DANUBE], FakeAdaptModel(knows_paris), _search(tiny_index))
     record = {"results": {"datasets": {"nq": summarise(rows), "triviaqa": summarise(rows[:2])}}}
@@ -115,7 +115,7 @@ def test_the_committed_evaluation_draws_without_errors():
     import json
     from pathlib import Path
 
-    from raqa.adapt_plots import FIGURES
+    from raqa.web.figures_when_to_retrieve import FIGURES
 
     paths = sorted((Path(__file__).parent.parent / "assets" / "results").glob("when_to_retrieve-*.json"))
     for path in paths:

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from raqa.adapt_data import Labelled, data_summary, examples
-from raqa.adapt_model import ADAPT_DIR, CARD_FILE, adapter_dirs
-from raqa.llm import ModelError
-from raqa.router import RET, closed_book_messages, parametric_messages
+from raqa.models.local import ModelError
+from raqa.training.when_to_retrieve_data import Labelled, data_summary, examples
+from raqa.when_to_retrieve.model import ADAPT_DIR, CARD_FILE, adapter_dirs
+from raqa.when_to_retrieve.policies import RET, closed_book_messages, parametric_messages
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -44,8 +44,8 @@ def test_missing_adapters_are_named(tmp_path):
 
 @pytest.fixture(scope="module")
 def adapt_model():
-    from raqa.adapt_model import load_adapt_model
     from raqa.config import default_cache_dir
+    from raqa.when_to_retrieve.model import load_adapt_model
 
     return load_adapt_model(default_cache_dir())
 
@@ -82,7 +82,7 @@ class _PieceTokenizer:
 def _greedy_on_pieces():
     import torch
 
-    from raqa.adapt_model import GreedyModel
+    from raqa.when_to_retrieve.model import GreedyModel
 
     model = object.__new__(GreedyModel)  # only the ban's fields: no weights needed
     model.torch, model.tokenizer, model._stop_ids = torch, _PieceTokenizer(), {5}

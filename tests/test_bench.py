@@ -9,8 +9,8 @@ import time
 import numpy as np
 import pytest
 
-from raqa import bench
-from raqa.bench import (
+from raqa.ops import bench
+from raqa.ops.bench import (
     BenchResults,
     IndexTimes,
     ModelLoad,
@@ -26,8 +26,8 @@ from raqa.bench import (
     retrieval_latency,
     top_k,
 )
-from raqa.corpus import Page
-from raqa.index import BM25Index
+from raqa.retrieval.corpus import Page
+from raqa.retrieval.index import BM25Index
 
 PAGES = [
     Page("1", "Mona Lisa", "The Mona Lisa is a portrait painted by Leonardo da Vinci."),

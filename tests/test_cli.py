@@ -13,9 +13,9 @@ import pytest
 
 from raqa.__main__ import main
 from raqa.config import AppConfig
-from raqa.corpus import Page
-from raqa.index import BM25Index
-from raqa.llm import ScriptedBackend
+from raqa.models.local import ScriptedBackend
+from raqa.retrieval.corpus import Page
+from raqa.retrieval.index import BM25Index
 from raqa.service import Service
 
 ROOT = Path(__file__).resolve().parent.parent

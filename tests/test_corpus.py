@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from raqa.corpus import (
+from raqa.retrieval.corpus import (
     EMBEDDED_NAME,
     CorpusError,
     Page,

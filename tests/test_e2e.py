@@ -19,9 +19,9 @@ import pytest
 from adapt_fakes import FakeAdaptModel, knows_paris
 
 from raqa.config import AppConfig
-from raqa.corpus import Page
-from raqa.index import BM25Index
-from raqa.llm import ScriptedBackend
+from raqa.models.local import ScriptedBackend
+from raqa.retrieval.corpus import Page
+from raqa.retrieval.index import BM25Index
 from raqa.service import Service
 
 pytestmark = pytest.mark.e2e
@@ -71,7 +71,7 @@ def backend() -> ScriptedBackend:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory, backend):
-    from raqa.ui import build_demo
+    from raqa.web.ui import build_demo
 
     pages = _fruit_pages()
     service = Service(

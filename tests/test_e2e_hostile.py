@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from raqa.config import AppConfig
-from raqa.llm import ScriptedBackend
-from raqa.reliability import serve
+from raqa.models.local import ScriptedBackend
+from raqa.ops.reliability import serve
 from raqa.service import Service
 
 pytestmark = pytest.mark.e2e

@@ -15,9 +15,8 @@ from pathlib import Path
 import pytest
 from fault_server import FaultServer, Reply, chunk, streamed
 
-from raqa.backends import EndpointConfigError, endpoints_from_env, load_endpoints
 from raqa.config import RunSettings
-from raqa.endpoint import (
+from raqa.models.endpoint import (
     EndpointBackend,
     EndpointConfig,
     choice_probabilities,
@@ -25,11 +24,12 @@ from raqa.endpoint import (
     plan_budget,
     sse_data,
 )
-from raqa.engine import reply_plan, run
-from raqa.events import Final, ReplyDelta, RunFailed, WindowVerdict, to_json
-from raqa.index import BM25Index
-from raqa.llm import Choice, ModelError, Usage
-from raqa.prompts import ANSWER_WORD, NOT_FOUND_WORD
+from raqa.models.endpoints_file import EndpointConfigError, endpoints_from_env, load_endpoints
+from raqa.models.local import Choice, ModelError, Usage
+from raqa.reading.engine import reply_plan, run
+from raqa.reading.events import Final, ReplyDelta, RunFailed, WindowVerdict, to_json
+from raqa.reading.prompts import ANSWER_WORD, NOT_FOUND_WORD
+from raqa.retrieval.index import BM25Index
 
 QUESTION = "Who painted the Mona Lisa?"
 SUPPORTED = "ANSWER: Leonardo da Vinci\nPAGE: p3\nSENTENCE: 1"

@@ -16,14 +16,14 @@ import httpx
 import pytest
 
 from raqa.config import AppConfig, RunSettings
-from raqa.endpoint import EndpointBackend, EndpointConfig
-from raqa.engine import run
-from raqa.events import Final, ReplyDelta, WindowVerdict
-from raqa.llm import embedded_model_path
-from raqa.readers import Reader
-from raqa.reliability import free_port
+from raqa.models.endpoint import EndpointBackend, EndpointConfig
+from raqa.models.local import embedded_model_path
+from raqa.ops.reliability import free_port
+from raqa.reading.engine import run
+from raqa.reading.events import Final, ReplyDelta, WindowVerdict
+from raqa.reading.readers import Reader
 from raqa.service import Service
-from raqa.ui import ask
+from raqa.web.ui import ask
 
 pytestmark = pytest.mark.slow
 

@@ -8,9 +8,9 @@ from collections.abc import Callable
 import pytest
 
 from raqa.config import RunSettings
-from raqa.corpus import Page
-from raqa.engine import CITATION_TOKENS, reply_plan, run, run_to_final, topk_prompt_tokens, windows
-from raqa.events import (
+from raqa.models.local import ModelError, ScriptedBackend, Step
+from raqa.reading.engine import CITATION_TOKENS, reply_plan, run, run_to_final, topk_prompt_tokens, windows
+from raqa.reading.events import (
     Event,
     Final,
     Notice,
@@ -21,9 +21,9 @@ from raqa.events import (
     WindowStarted,
     WindowVerdict,
 )
-from raqa.index import BM25Index, Hit
-from raqa.llm import ModelError, ScriptedBackend, Step
-from raqa.prompts import ANSWER_WORD, NOT_FOUND_WORD, SYSTEM_PROMPT
+from raqa.reading.prompts import ANSWER_WORD, NOT_FOUND_WORD, SYSTEM_PROMPT
+from raqa.retrieval.corpus import Page
+from raqa.retrieval.index import BM25Index, Hit
 from raqa.text import split_sentences
 
 DECLINE = "NOT FOUND\nREASON: These pages do not say."

@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from raqa.corpus import load_embedded
-from raqa.index import load_or_build
+from raqa.retrieval.corpus import load_embedded
+from raqa.retrieval.index import load_or_build
 from raqa.text import contains_answer
-from raqa.ui import load_examples
+from raqa.web.ui import load_examples
 
 EXAMPLES = json.loads((Path(__file__).parent.parent / "assets" / "examples.json").read_text())
 

@@ -4,13 +4,13 @@ import json
 
 import pytest
 
-from raqa import experiments
 from raqa.config import RunSettings
-from raqa.corpus import Page
-from raqa.experiments import PositiveIndex, negative_windows_before_first_positive
-from raqa.index import BM25Index
-from raqa.llm import ScriptedBackend
-from raqa.questions import QAItem
+from raqa.evaluation import experiments
+from raqa.evaluation.experiments import PositiveIndex, negative_windows_before_first_positive
+from raqa.evaluation.questions import QAItem
+from raqa.models.local import ScriptedBackend
+from raqa.retrieval.corpus import Page
+from raqa.retrieval.index import BM25Index
 
 PAGES = [
     Page("1", "Alpha river", "The alpha river flows north. Its source is Lake Zed."),

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from raqa.corpus import Page
-from raqa.grounding import Grounding, about_question, answer_in_text, check, content_words, locate_quote
-from raqa.index import Hit
-from raqa.prompts import ParsedReply, parse_reply
+from raqa.reading.grounding import Grounding, about_question, answer_in_text, check, content_words, locate_quote
+from raqa.reading.prompts import ParsedReply, parse_reply
+from raqa.retrieval.corpus import Page
+from raqa.retrieval.index import Hit
 from raqa.text import split_sentences
 
 MONA = Page(

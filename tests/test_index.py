@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from raqa.corpus import Page
-from raqa.index import BM25Index, Hit, index_folder, load_or_build
+from raqa.retrieval.corpus import Page
+from raqa.retrieval.index import BM25Index, Hit, index_folder, load_or_build
 
 
 def ranking(hits: list[Hit]) -> list[tuple[int, str, float]]:

@@ -12,10 +12,7 @@ from pathlib import Path
 import pytest
 
 from raqa.config import RunSettings
-from raqa.corpus import Page
-from raqa.engine import reply_plan
-from raqa.index import Hit
-from raqa.llm import (
+from raqa.models.local import (
     Backend,
     Choice,
     ModelError,
@@ -26,7 +23,10 @@ from raqa.llm import (
     embedded_model_path,
     pick_choice,
 )
-from raqa.prompts import ANSWER_WORD, NOT_FOUND_WORD, build_messages
+from raqa.reading.engine import reply_plan
+from raqa.reading.prompts import ANSWER_WORD, NOT_FOUND_WORD, build_messages
+from raqa.retrieval.corpus import Page
+from raqa.retrieval.index import Hit
 
 MESSAGES = [
     {"role": "system", "content": "You answer from the pages."},

@@ -10,7 +10,7 @@ import pytest
 torch = pytest.importorskip("torch")
 from transformers import LlamaConfig, LlamaForCausalLM  # noqa: E402
 
-from raqa.lora import (  # noqa: E402
+from raqa.training.lora import (  # noqa: E402
     Example,
     LoraSettings,
     encode,

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-import raqa.pagestore as pagestore
+import raqa.retrieval.pagestore as pagestore
 from raqa.config import AppConfig
-from raqa.corpus import CorpusError, load_corpus
-from raqa.index import load_or_build
-from raqa.llm import ScriptedBackend
-from raqa.pagestore import PageStore
+from raqa.models.local import ScriptedBackend
+from raqa.retrieval.corpus import CorpusError, load_corpus
+from raqa.retrieval.index import load_or_build
+from raqa.retrieval.pagestore import PageStore
 from raqa.service import Service
 
 

@@ -1,12 +1,12 @@
 """plots.py: figures carry the data they claim to, and a failing figure becomes a message."""
 
 from raqa.config import RunSettings
-from raqa.corpus import Page
-from raqa.engine import run
-from raqa.events import Final, Retrieved, WindowVerdict
-from raqa.index import BM25Index
-from raqa.llm import ScriptedBackend
-from raqa.plots import safe, score_by_rank, token_meter
+from raqa.models.local import ScriptedBackend
+from raqa.reading.engine import run
+from raqa.reading.events import Final, Retrieved, WindowVerdict
+from raqa.retrieval.corpus import Page
+from raqa.retrieval.index import BM25Index
+from raqa.web.figures_run import safe, score_by_rank, token_meter
 
 
 def _events(order="forward"):

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from raqa.popularity import PopularityError, load_popqa, lookup, tune_threshold
+from raqa.when_to_retrieve.popularity import PopularityError, load_popqa, lookup, tune_threshold
 
 HEADER = "id\tsubj\tquestion\tpossible_answers\ts_pop\n"
 

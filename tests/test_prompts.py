@@ -9,12 +9,10 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from raqa.config import RunSettings
-from raqa.corpus import Page
-from raqa.engine import run
-from raqa.events import Final, WindowVerdict
-from raqa.index import Hit
-from raqa.llm import ScriptedBackend
-from raqa.prompts import (
+from raqa.models.local import ScriptedBackend
+from raqa.reading.engine import run
+from raqa.reading.events import Final, WindowVerdict
+from raqa.reading.prompts import (
     _ANSWER_WRAPPER,
     _NOT_FOUND,
     DEMONSTRATIONS,
@@ -25,6 +23,8 @@ from raqa.prompts import (
     parse_reply,
     reply_is_complete,
 )
+from raqa.retrieval.corpus import Page
+from raqa.retrieval.index import Hit
 from raqa.text import split_sentences
 
 
@@ -353,8 +353,8 @@ def test_build_messages_cuts_long_pages(tiny_pages: list[Page]) -> None:
 
 
 def _demo_pages(user: str) -> list:
-    from raqa.corpus import Page
-    from raqa.index import Hit
+    from raqa.retrieval.corpus import Page
+    from raqa.retrieval.index import Hit
 
     hits = []
     for block in user.split("\n\nQuestion:")[0].split("\n\n"):
@@ -366,8 +366,8 @@ def _demo_pages(user: str) -> list:
 
 
 def test_demonstrations_alternate_answer_and_decline_and_their_answers_are_grounded() -> None:
-    from raqa.grounding import check
-    from raqa.prompts import DEMONSTRATIONS
+    from raqa.reading.grounding import check
+    from raqa.reading.prompts import DEMONSTRATIONS
 
     assert len(DEMONSTRATIONS) == 8
     kinds = [parse_reply(reply).kind for _, reply in DEMONSTRATIONS]

@@ -6,8 +6,8 @@ import importlib.util
 
 import pytest
 
-from raqa import questions
-from raqa.questions import QAItem, QuestionsError, load_questions, parse_tsv_line, read_questions_file
+from raqa.evaluation import questions
+from raqa.evaluation.questions import QAItem, QuestionsError, load_questions, parse_tsv_line, read_questions_file
 
 needs_pyserini = pytest.mark.skipif(
     importlib.util.find_spec("pyserini") is None, reason="pyserini==0.17.0 is not installed"

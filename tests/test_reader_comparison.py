@@ -2,14 +2,14 @@
 
 import pytest
 
-from raqa import experiments
 from raqa.config import RunSettings
-from raqa.corpus import Page
-from raqa.experiments import PositiveIndex
-from raqa.index import BM25Index
-from raqa.llm import ScriptedBackend
-from raqa.questions import QAItem
-from raqa.result_plots import FIGURES, reader_comparison_figure
+from raqa.evaluation import experiments
+from raqa.evaluation.experiments import PositiveIndex
+from raqa.evaluation.questions import QAItem
+from raqa.models.local import ScriptedBackend
+from raqa.retrieval.corpus import Page
+from raqa.retrieval.index import BM25Index
+from raqa.web.figures_experiments import FIGURES, reader_comparison_figure
 
 # The answer page shares only "monster" with the question, so BM25 ranks it last of six: with w=3 the first
 # window is negative and the second positive.

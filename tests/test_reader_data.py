@@ -3,13 +3,14 @@ from dev questions only."""
 
 import pytest
 
-from raqa import grounding
-from raqa.corpus import Page
-from raqa.experiments import PositiveIndex
-from raqa.index import BM25Index
-from raqa.prompts import DEMONSTRATIONS, SYSTEM_PROMPT, parse_reply
-from raqa.questions import QAItem, load_questions
-from raqa.reader_data import (
+from raqa.evaluation.experiments import PositiveIndex
+from raqa.evaluation.questions import QAItem, load_questions
+from raqa.reading import grounding
+from raqa.reading.prompts import DEMONSTRATIONS, SYSTEM_PROMPT, parse_reply
+from raqa.retrieval.corpus import Page
+from raqa.retrieval.index import BM25Index
+from raqa.text import normalize_answer
+from raqa.training.reader_data import (
     TRAIN_DATASETS,
     answer_span,
     build_examples,
@@ -18,7 +19,6 @@ from raqa.reader_data import (
     mix,
     visible_sentences,
 )
-from raqa.text import normalize_answer
 
 PAGES = [
     Page(str(i), f"River {name}", text)

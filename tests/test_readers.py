@@ -5,7 +5,7 @@ import json
 import pytest
 
 from raqa.config import RunSettings
-from raqa.readers import BASE_READER, READERS_DIR, ReaderError, available_readers, get_reader, load_reader
+from raqa.reading.readers import BASE_READER, READERS_DIR, ReaderError, available_readers, get_reader, load_reader
 
 
 def make_reader(root, name="abstain", card=None, files=("adapter_config.json", "adapter_model.safetensors")):

@@ -5,11 +5,11 @@ from html import escape
 import pytest
 
 from raqa.config import RunSettings
-from raqa.corpus import Page
-from raqa.engine import run
-from raqa.index import BM25Index, Hit
-from raqa.llm import ScriptedBackend
-from raqa.render import RunView, badge, highlighted_page_text, mark_stopped, page_details
+from raqa.models.local import ScriptedBackend
+from raqa.reading.engine import run
+from raqa.retrieval.corpus import Page
+from raqa.retrieval.index import BM25Index, Hit
+from raqa.web.render import RunView, badge, highlighted_page_text, mark_stopped, page_details
 
 HOSTILE = [
     "<script>alert(1)</script>",
@@ -74,7 +74,7 @@ def test_not_found_and_unparseable_windows():
 
 def test_failure_is_shown_escaped():
     view = RunView()
-    from raqa.events import RunFailed
+    from raqa.reading.events import RunFailed
 
     view.update(RunFailed("<b>boom</b>"))
     assert "&lt;b&gt;boom&lt;/b&gt;" in view.answer_html()

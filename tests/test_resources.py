@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from raqa.atomic import STALE_AFTER_S, replace_folder, sweep
 from raqa.config import AppConfig
-from raqa.index import BM25Index, index_folder, load_or_build
-from raqa.llm import ScriptedBackend
-from raqa.reliability import rss_mib, soak
+from raqa.models.local import ScriptedBackend
+from raqa.ops.reliability import rss_mib, soak
+from raqa.retrieval.atomic import STALE_AFTER_S, replace_folder, sweep
+from raqa.retrieval.index import BM25Index, index_folder, load_or_build
 from raqa.service import Service
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,8 +29,8 @@ CRASHING_CHILD = textwrap.dedent(
     sys.path.insert(0, {tests!r})
     import bm25s
     from conftest import TINY_PAGES
-    from raqa import atomic
-    from raqa.index import load_or_build
+    from raqa.retrieval import atomic
+    from raqa.retrieval.index import load_or_build
 
     moment = {moment!r}
     original_save = bm25s.BM25.save

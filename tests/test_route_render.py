@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from raqa.corpus import Page
-from raqa.index import Hit
-from raqa.route_render import RouteView
-from raqa.router import Answer, Decision, PageRead, PolicyFailed
+from raqa.retrieval.corpus import Page
+from raqa.retrieval.index import Hit
+from raqa.web.render_when_to_retrieve import RouteView
+from raqa.when_to_retrieve.policies import Answer, Decision, PageRead, PolicyFailed
 
 XSS = '<img src=x onerror="alert(1)">'
 
@@ -65,7 +65,7 @@ def test_ret_probability_bar_stays_in_range():
 
 
 def test_evaluation_summary_lists_each_dataset_and_escapes_names():
-    from raqa.route_render import evaluation_summary
+    from raqa.web.render_when_to_retrieve import evaluation_summary
 
     est = {"value": 0.25, "low": 0.1, "high": 0.4, "n": 8}
     record = {

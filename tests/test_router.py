@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from adapt_fakes import FakeAdaptModel, knows_paris
 
-from raqa.router import (
+from raqa.when_to_retrieve.policies import (
     RET,
     Answer,
     Decision,
@@ -132,7 +132,7 @@ def test_every_event_names_its_policy(tiny_index):
 def test_events_are_json_ready(tiny_index):
     import json
 
-    from raqa.router import to_json
+    from raqa.when_to_retrieve.policies import to_json
 
     model = FakeAdaptModel(knows_paris)
     lines = [json.loads(json.dumps(to_json(e))) for e in decide("Everest?", "adapt", model, _search(tiny_index))]

@@ -17,10 +17,10 @@ import httpx
 import pytest
 
 from raqa.config import AppConfig
-from raqa.corpus import Page
-from raqa.index import BM25Index
-from raqa.llm import ScriptedBackend
-from raqa.reliability import DEFAULT_FORM, drive_sessions, percentile, serve, summarise
+from raqa.models.local import ScriptedBackend
+from raqa.ops.reliability import DEFAULT_FORM, drive_sessions, percentile, serve, summarise
+from raqa.retrieval.corpus import Page
+from raqa.retrieval.index import BM25Index
 from raqa.service import Service
 
 ANIMALS = (

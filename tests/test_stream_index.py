@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from raqa.corpus import Page
-from raqa.index import BM25Index
-from raqa.stream_index import build_streaming
+from raqa.retrieval.corpus import Page
+from raqa.retrieval.index import BM25Index
+from raqa.retrieval.stream_index import build_streaming
 
 QUESTIONS = [
     "Who painted the Mona Lisa?",

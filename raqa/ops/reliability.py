@@ -1,0 +1,196 @@
+"""Measure the serving path the way visitors use it: many sessions at once, and a long soak.
+
+`serve` starts the real Gradio page on loopback; `drive_sessions` sends one question per session
+through its public API with gradio_client (one Client per session, so one queue session each), all
+at once, and times each to completion; `soak` runs one question after another through the page's
+`ask` generator and records the process's memory. `python -m raqa load-test` and
+`python -m raqa soak` use them on the real model and write result files; tests/test_serving.py uses
+them on a scripted model. Left out: a network between client and server, and more than one server
+process (a Space runs one).
+"""
+
+from __future__ import annotations
+
+import socket
+import statistics
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from raqa.service import Service
+
+# The form's values after the question, in the order the /ask endpoint takes them.
+DEFAULT_FORM = ("Iterative", "forward", 3, 15, False, False)
+
+
+@dataclass(frozen=True)
+class SessionResult:
+    question: str
+    seconds: float  # from submitting to the last output
+    updates: int  # how many streamed outputs the session received
+    final: tuple | None  # the last outputs: answers, windows, pages, score chart, token meter
+    error: str | None = None
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def serve(service: Service, port: int | None = None, **launch_kwargs):
+    """Start the page on loopback in this process; returns (demo, url). Close it with demo.close()."""
+    from raqa.web.ui import build_demo
+
+    port = port or free_port()
+    demo = build_demo(service)
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **launch_kwargs)
+    return demo, f"http://127.0.0.1:{port}/"
+
+
+def _one_session(url: str, question: str, form: Sequence, start: threading.Barrier, timeout: float) -> SessionResult:
+    from gradio_client import Client
+
+    began = time.perf_counter()
+    try:
+        client = Client(url, verbose=False)
+        start.wait(timeout)
+        began = time.perf_counter()
+        job = client.submit(question, *form, api_name="/ask")
+        job.result(timeout=timeout)
+        outputs = job.outputs()
+        seconds = time.perf_counter() - began
+        return SessionResult(question, seconds, len(outputs), tuple(outputs[-1]) if outputs else None)
+    except Exception as e:  # one failed session is a measured outcome, not a crash of the measurement
+        return SessionResult(question, time.perf_counter() - began, 0, None, f"{type(e).__name__}: {e}")
+
+
+def drive_sessions(
+    url: str,
+    questions: Sequence[str],
+    form: Sequence = DEFAULT_FORM,
+    timeout: float = 600.0,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[SessionResult]:
+    """Submit every question at the same moment, each from its own session; results in question order."""
+    results: list[SessionResult | None] = [None] * len(questions)
+    start = threading.Barrier(len(questions))
+    done = 0
+    lock = threading.Lock()
+
+    def work(i: int) -> None:
+        nonlocal done
+        results[i] = _one_session(url, questions[i], form, start, timeout)
+        with lock:
+            done += 1
+            if progress:
+                progress(done, len(questions))
+
+    threads = [threading.Thread(target=work, args=(i,), daemon=True) for i in range(len(questions))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout + 60)
+    return [r or SessionResult(q, timeout, 0, None, "no result") for q, r in zip(questions, results, strict=True)]
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Linear-interpolated percentile, q in [0, 100]."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    position = (len(ordered) - 1) * q / 100
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def summarise(results: Sequence[SessionResult]) -> dict:
+    seconds = [r.seconds for r in results if r.error is None]
+    return {
+        "sessions": len(results),
+        "completed": len(seconds),
+        "errors": [r.error for r in results if r.error],
+        "p50_s": percentile(seconds, 50),
+        "p95_s": percentile(seconds, 95),
+        "max_s": max(seconds, default=float("nan")),
+        "mean_updates": statistics.fmean([r.updates for r in results]) if results else 0.0,
+    }
+
+
+def rss_mib() -> float:
+    """Resident memory of this process in MiB (from /proc, so no extra package is needed)."""
+    with open("/proc/self/status", encoding="ascii") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def soak(
+    service: Service,
+    questions: Sequence[str],
+    runs: int,
+    form: Sequence = DEFAULT_FORM,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict:
+    """Run `runs` questions one after another through the page's generator; memory after each run."""
+    import gc
+
+    from raqa.web.ui import ask
+
+    memory: list[float] = []
+    seconds: list[float] = []
+    for i in range(runs):
+        began = time.perf_counter()
+        for _ in ask(service, questions[i % len(questions)], *form):
+            pass
+        seconds.append(time.perf_counter() - began)
+        gc.collect()
+        memory.append(rss_mib())
+        if progress:
+            progress(i + 1, runs)
+    settle = min(20, max(1, runs // 10))  # allocator and caches warm up during the first runs
+    return {
+        "runs": runs,
+        "rss_mib": memory,
+        "seconds": seconds,
+        "rss_after_warmup_mib": memory[settle - 1],
+        "rss_last_mib": memory[-1],
+        "growth_after_warmup_mib": memory[-1] - memory[settle - 1],
+        "warmup_runs": settle,
+    }
+
+
+def own_run_check(service: Service, results: Sequence[SessionResult], k: int) -> list[bool]:
+    """Did each session get its own run? Its retrieved pages must be those of its own question."""
+    from raqa.web.render import esc
+
+    checks = []
+    for result in results:
+        hits = service.index.search(result.question, k)
+        pages_html = result.final[2] if result.final else ""
+        checks.append(bool(hits) and all(f'data-page-id="{esc(h.page.id)}"' in pages_html for h in hits))
+    return checks
+
+
+def record(kind: str, command: str, service: Service, results: dict) -> dict:
+    """A result file's content: what was measured, by which command, on what model, corpus and machine."""
+    import os
+    import platform
+    from datetime import UTC, datetime
+
+    from raqa.evaluation.experiments import code_version
+
+    return {
+        "measurement": kind,
+        "command": command,
+        "model": service.backend.name if service.backend else None,
+        "corpus": f"{service.corpus_label} ({len(service.pages):,} pages)",
+        "code_version": code_version(),
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
+        "load_average_before": os.getloadavg()[0],
+        "results": results,
+    }

@@ -1,0 +1,192 @@
+"""Events -> HTML for the web page. Every string from a page, a question or a model is escaped here.
+
+`RunView` folds the event stream of one run into what the page shows: the final answer with its
+evidence, a card per window (pages, streamed reply, verdict badge, confidence, grounding note,
+highlighted passage), and every retrieved page readable in full. It holds no model or retrieval
+logic and imports no UI toolkit, so its escaping is tested directly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from html import escape
+
+from raqa.reading.events import (
+    Event,
+    Final,
+    Notice,
+    ReplyDelta,
+    Retrieved,
+    RunFailed,
+    RunStarted,
+    WindowStarted,
+    WindowVerdict,
+)
+from raqa.retrieval.index import Hit
+from raqa.text import split_sentences
+
+BADGES = {
+    "answered": ("answered", "Answered"),
+    "unsupported": ("unsupported", "Unsupported"),
+    "not_found": ("not-found", "Not found"),
+    "unparseable": ("unparseable", "Unparseable"),
+    "reading": ("reading", "Reading…"),
+    "stopped": ("stopped", "Stopped"),
+}
+
+
+def esc(text: object) -> str:
+    """Escape any value for HTML text or attribute context."""
+    return escape(str(text), quote=True)
+
+
+def mark_stopped(html: str) -> str:
+    """The page after Stop: whatever was still being read is marked stopped, the rest stays as it was."""
+    return html.replace(badge("reading"), badge("stopped")) if isinstance(html, str) else ""
+
+
+def badge(verdict: str) -> str:
+    css, label = BADGES.get(verdict, ("unparseable", verdict))
+    return f'<span class="raqa-badge raqa-{css}">{esc(label)}</span>'
+
+
+def highlighted_page_text(text: str, sentence: int | None) -> str:
+    """The page text as escaped sentences, with the 1-based `sentence` wrapped in <mark>."""
+    parts = []
+    for number, s in enumerate(split_sentences(text), start=1):
+        body = esc(s)
+        if number == sentence:
+            body = f'<mark class="raqa-evidence">{body}</mark>'
+        parts.append(f'<span class="raqa-sentence" title="sentence {number}">{body}</span>')
+    return " ".join(parts)
+
+
+def page_details(hit: Hit, sentence: int | None = None, open_: bool = False) -> str:
+    """A retrieved page as a <details> element: rank, score, title and id, then the full text."""
+    page = hit.page
+    summary = (
+        f'<span class="raqa-rank">#{hit.rank}</span> <bdi>{esc(page.title)}</bdi> '
+        f'<span class="raqa-meta">id {esc(page.id)} · BM25 {hit.score:.2f}</span>'
+    )
+    body = highlighted_page_text(page.text, sentence)
+    return (
+        f'<details class="raqa-page"{" open" if open_ else ""} data-page-id="{esc(page.id)}">'
+        f'<summary>{summary}</summary><div class="raqa-page-text" dir="auto">{body}</div></details>'
+    )
+
+
+@dataclass
+class WindowCard:
+    number: int
+    of: int
+    hits: tuple[Hit, ...]
+    prompt_tokens: int
+    reply: str = ""
+    verdict: WindowVerdict | None = None
+
+
+@dataclass
+class RunView:
+    """What the page shows for one run, updated event by event."""
+
+    title: str = "Iterative"
+    question: str = ""
+    hits: tuple[Hit, ...] = ()
+    windows: list[WindowCard] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
+    final: Final | None = None
+    failure: str | None = None
+
+    def update(self, event: Event) -> None:
+        if isinstance(event, RunStarted):
+            self.question = event.question
+        elif isinstance(event, Retrieved):
+            self.hits = event.hits
+        elif isinstance(event, Notice):
+            self.notices.append(event.message)
+        elif isinstance(event, WindowStarted):
+            self.windows.append(WindowCard(event.window, event.of, event.hits, event.prompt_tokens))
+        elif isinstance(event, ReplyDelta):
+            self.windows[-1].reply += event.text
+        elif isinstance(event, WindowVerdict):
+            self.windows[-1].verdict = event
+        elif isinstance(event, Final):
+            self.final = event
+        elif isinstance(event, RunFailed):
+            self.failure = event.message
+
+    # -- rendering -------------------------------------------------------------------------
+    def answer_html(self) -> str:
+        if self.failure:
+            return f'<div class="raqa-answer raqa-failed"><b>{esc(self.title)}:</b> {esc(self.failure)}</div>'
+        if self.final is None:
+            reading = f"window {len(self.windows)}" if self.windows else "retrieving"
+            return f'<div class="raqa-answer"><b>{esc(self.title)}:</b> {badge("reading")} {esc(reading)}</div>'
+        f = self.final
+        stats = (
+            f"{f.windows_read} window{'s' if f.windows_read != 1 else ''}, {f.pages_read} pages, "
+            f"{f.prompt_tokens:,} prompt + {f.completion_tokens:,} completion tokens, {f.seconds:.1f} s"
+        )
+        if f.answer is None:
+            return (
+                f'<div class="raqa-answer raqa-none"><b>{esc(self.title)}:</b> {badge("not_found")} '
+                f'<span class="raqa-final-text">Answer not found</span> <span class="raqa-meta">{esc(stats)}</span></div>'
+            )
+        where = f" from page {esc(f.page_id)}" if f.page_id else ""
+        evidence = f'<blockquote class="raqa-quote" dir="auto">{esc(f.passage)}</blockquote>' if f.passage else ""
+        warning = (
+            '<div class="raqa-warning">The grounding check could not find this answer in the page it cites: '
+            "treat it as invented.</div>"
+            if f.supported is False
+            else ""
+        )
+        return (
+            f'<div class="raqa-answer"><b>{esc(self.title)}:</b> {badge(f.verdict)} '
+            f'<span class="raqa-final-text" dir="auto">{esc(f.answer)}</span>{where} '
+            f'<span class="raqa-meta">window {f.window} · {esc(stats)}</span>{warning}{evidence}</div>'
+        )
+
+    def windows_html(self) -> str:
+        if not self.windows and not self.notices:
+            return f'<div class="raqa-empty">{esc(self.title)}: windows appear here as they are read.</div>'
+        notes = "".join(f'<div class="raqa-notice">{esc(n)}</div>' for n in self.notices)
+        return notes + "".join(self._window_html(card) for card in reversed(self.windows))
+
+    def _window_html(self, card: WindowCard) -> str:
+        v = card.verdict
+        head = f"Window {card.number} of {card.of}" if card.of > 1 else "All pages in one prompt"
+        ranks = f"ranks {card.hits[0].rank}–{card.hits[-1].rank}" if len(card.hits) > 1 else f"rank {card.hits[0].rank}"
+        confidence = ""
+        if v is not None and v.p_answer is not None:
+            confidence = f'<span class="raqa-meta" title="P(ANSWER) against P(NOT FOUND) for the first word">P(answer) {v.p_answer:.2f}</span>'
+        status = badge(v.verdict) if v else badge("reading")
+        evidence_page = v.grounding.page_id if v and v.grounding else None
+        evidence_sentence = v.grounding.sentence if v and v.grounding and v.grounding.supported else None
+        pages = "".join(
+            page_details(h, evidence_sentence if h.page.id == evidence_page else None, open_=h.page.id == evidence_page)
+            for h in card.hits
+        )
+        lines = [f'<pre class="raqa-reply" dir="auto">{esc(card.reply)}</pre>' if card.reply else ""]
+        if v is not None:
+            if v.reply.reason:
+                lines.append(f'<div class="raqa-rationale" dir="auto">Reason: {esc(v.reply.reason)}</div>')
+            if v.grounding is not None:
+                lines.append(f'<div class="raqa-grounding">Grounding check: {esc(v.grounding.note)}</div>')
+            if v.verdict == "unparseable":
+                lines.append(
+                    '<div class="raqa-grounding">The reply did not follow the format; counted as no answer.</div>'
+                )
+            tokens = f"{v.prompt_tokens:,} prompt + {v.completion_tokens:,} completion tokens · {v.seconds:.1f} s"
+        else:
+            tokens = f"{card.prompt_tokens:,} prompt tokens"
+        return (
+            f'<div class="raqa-window" data-window="{card.number}">'
+            f'<div class="raqa-window-head">{status} <b>{esc(head)}</b> <span class="raqa-meta">{esc(ranks)} · {esc(tokens)}</span> {confidence}</div>'
+            f'<div class="raqa-pages">{pages}</div>{"".join(lines)}</div>'
+        )
+
+    def pages_html(self) -> str:
+        """Every retrieved page, readable in full."""
+        if not self.hits:
+            return '<div class="raqa-empty">Retrieved pages appear here.</div>'
+        return "".join(page_details(h) for h in self.hits)

@@ -1,0 +1,148 @@
+"""The default model with the three Adapt-LLM adapters loaded side by side (router.AdaptModel).
+
+One copy of the base weights holds all three LoRA adapters as named peft adapters; each request switches
+to its adapter ("base" disables them all), so the page pays for one model, not four. Decoding is greedy
+and short (answers, not essays). Special-token strings in questions and pages are defused exactly as the
+demo's reader does (llm.defuse_special_tokens), so a page cannot forge chat turns. Requests are
+serialised by the caller. Left out here: policies (router.py) and training (lora.py).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+from raqa.config import ASSETS_DIR
+from raqa.models.local import ModelError, TransformersBackend, defuse_special_tokens
+from raqa.when_to_retrieve.policies import ADAPTERS, RET, Messages
+
+ADAPT_DIR = ASSETS_DIR / "adapt"
+ANSWER_TOKENS = 32  # greedy tokens per answer: enough for the answer sentence a chat model writes first
+CARD_FILE = "raqa_adapter.json"
+
+
+def adapter_dirs(root: Path = ADAPT_DIR) -> dict[str, Path]:
+    """The three adapter folders under root, or ModelError naming what is missing."""
+    found = {name: Path(root) / name for name in ADAPTERS}
+    missing = [str(p) for p in found.values() if not (p / "adapter_config.json").is_file()]
+    if missing:
+        raise ModelError(f"Adapt-LLM needs trained adapters at {', '.join(missing)} (python -m raqa train-adapt).")
+    return found
+
+
+def adapter_card(folder: Path) -> dict:
+    try:
+        return json.loads((Path(folder) / CARD_FILE).read_text())
+    except (OSError, json.JSONDecodeError):
+        return {}
+
+
+def _cache(output):
+    # subtle: transformers 5 names the KV cache `cache`; older releases call it past_key_values
+    return output.cache if hasattr(output, "cache") else output.past_key_values
+
+
+class GreedyModel:
+    """Greedy replies and <RET> probabilities from a causal LM (optionally a PeftModel with named adapters)."""
+
+    def __init__(self, model, tokenizer, name: str, answer_tokens: int = ANSWER_TOKENS):
+        import torch
+
+        self.torch = torch
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.name = name
+        self.answer_tokens = answer_tokens
+        helper = TransformersBackend(model, tokenizer, name)  # shares its stop tokens and special-token list
+        self._stop_ids = helper._stop_ids
+        self._specials = helper._specials
+        self._ret_ids = tokenizer(RET, add_special_tokens=False)["input_ids"]
+
+    def count_tokens(self, text: str) -> int:
+        return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def prompt_ids(self, messages: Messages) -> list[int]:
+        safe = [{**m, "content": defuse_special_tokens(m["content"], self._specials)} for m in messages]
+        ids = self.tokenizer.apply_chat_template(safe, add_generation_prompt=True, tokenize=True)
+        return list(ids["input_ids"] if hasattr(ids, "keys") else ids)
+
+    def _use(self, adapter: str):
+        """A context in which the model runs with the named adapter ("base": none)."""
+        import contextlib
+
+        # subtle: transformers models have a set_adapter of their own; only a PeftModel has disable_adapter
+        if not hasattr(self.model, "disable_adapter"):
+            if adapter != "base":
+                raise ModelError(f"This model has no adapters; asked for {adapter!r}.")
+            return contextlib.nullcontext()
+        if adapter == "base":
+            return self.model.disable_adapter()
+        self.model.set_adapter(adapter)
+        return contextlib.nullcontext()
+
+    def generate(self, messages: Messages, adapter: str = "base", ban_ret: bool = False) -> str:
+        torch = self.torch
+        prompt = self.prompt_ids(messages)
+        generated: list[int] = []
+        with self._use(adapter), torch.inference_mode():
+            out = self.model(input_ids=torch.tensor([prompt]), use_cache=True)
+            for _ in range(self.answer_tokens):
+                logits = out.logits[0, -1]
+                token = self._without_ret(generated, logits) if ban_ret else int(torch.argmax(logits))
+                if token in self._stop_ids:
+                    break
+                generated.append(token)
+                out = self.model(input_ids=torch.tensor([[token]]), cache=_cache(out), use_cache=True)
+        return self.tokenizer.decode(generated, skip_special_tokens=True).strip()
+
+    def _without_ret(self, generated: list[int], logits) -> int:
+        """The most likely next token whose text, after the reply so far, does not spell <RET>."""
+        # subtle: token-level bans miss merged spellings: "<RET><RET>" tokenises as "<", "RET", "><", "RET", ">"
+        for token in self.torch.topk(logits, min(64, logits.numel())).indices.tolist():
+            if token in self._stop_ids or RET not in self.tokenizer.decode(generated + [token]):
+                return token
+        return next(iter(self._stop_ids))
+
+    def ret_probability(self, messages: Messages, adapter: str = "adapt") -> float:
+        """P(the reply starts with <RET>): the product of its tokens' probabilities, teacher-forced."""
+        return self.sequence_probability(messages, self._ret_ids, adapter)
+
+    def sequence_probability(self, messages: Messages, target: Sequence[int], adapter: str) -> float:
+        torch = self.torch
+        prompt = self.prompt_ids(messages)
+        with self._use(adapter), torch.inference_mode():
+            logits = self.model(input_ids=torch.tensor([prompt + list(target)])).logits[0]
+        logp = torch.log_softmax(logits[len(prompt) - 1 : len(prompt) - 1 + len(target)].float(), dim=-1)
+        return float(torch.exp(logp[torch.arange(len(target)), torch.tensor(list(target))].sum()))
+
+
+def load_adapt_model(
+    cache_dir: Path | None,
+    root: Path = ADAPT_DIR,
+    progress=lambda message: None,
+    base: TransformersBackend | None = None,
+) -> GreedyModel:
+    """The embedded model with the adapt / never / always adapters from root loaded as named adapters.
+
+    Given the already loaded base backend, its weights are copied (peft changes a model in place, and the
+    base reader must stay as it is) instead of loaded again.
+    """
+    import copy
+
+    from peft import PeftModel
+
+    folders = adapter_dirs(root)
+    if base is None:
+        base = TransformersBackend.load(None, None, cache_dir, progress)
+        weights = base.model
+    else:
+        weights = copy.deepcopy(base.model)
+    progress("Loading the Adapt-LLM, NR-LLM and AR-LLM adapters")
+    try:
+        model = PeftModel.from_pretrained(weights, str(folders["adapt"]), adapter_name="adapt")
+        for name in ("never", "always"):
+            model.load_adapter(str(folders[name]), adapter_name=name)
+    except Exception as e:
+        raise ModelError(f"Could not load the Adapt-LLM adapters from {root}: {type(e).__name__}: {e}") from e
+    return GreedyModel(model, base.tokenizer, f"{base.name} + Adapt-LLM adapters")
