@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from raqa.config import AppConfig, SettingsError, clean_question, validate_settings
+from raqa.evaluation import records
 from raqa.models.local import ModelError
 from raqa.reading.events import (
     Final,
@@ -245,7 +246,7 @@ def _provenance() -> dict:
     import platform
     from datetime import UTC, datetime
 
-    from raqa.evaluation.experiments import code_version
+    from raqa.evaluation.records import code_version
 
     return {
         "code_version": code_version(),
@@ -288,7 +289,7 @@ def _reader_comparison(args, service, pool, positives, limit, progress) -> tuple
             {"label": reader.label, "adapter": f"assets/readers/{reader.name}"},
         ),
     }
-    return experiments.timed(
+    return records.timed(
         experiments.reader_comparison,
         pool,
         lost_pool,
@@ -307,7 +308,7 @@ def cmd_experiment(args: argparse.Namespace) -> int:
 
     from raqa.config import RunSettings
     from raqa.evaluation import experiments
-    from raqa.evaluation.experiments import PositiveIndex
+    from raqa.evaluation.positives import PositiveIndex
     from raqa.evaluation.questions import QuestionsError, load_questions
     from raqa.retrieval.index import load_or_build
     from raqa.service import Service
@@ -329,23 +330,23 @@ def cmd_experiment(args: argparse.Namespace) -> int:
     base = RunSettings()
     if name == "recall":
         word = load_or_build(service.pages, service.config.cache_dir, tokenizer="word")
-        results, seconds = experiments.timed(
+        results, seconds = records.timed(
             experiments.recall, pool, {"wordpiece": service.index, "word": word}, positives, progress
         )
     elif name == "topk_vs_iterative":
-        results, seconds = experiments.timed(
+        results, seconds = records.timed(
             experiments.topk_vs_iterative, pool, service.index, service.backend, base, progress
         )
     elif name == "window_order":
-        results, seconds = experiments.timed(
+        results, seconds = records.timed(
             experiments.window_order, pool, service.index, service.backend, base, positives, progress
         )
     elif name == "negative_windows":
-        results, seconds = experiments.timed(
+        results, seconds = records.timed(
             experiments.negative_windows, pool, service.index, service.backend, base, positives, limit, progress
         )
     elif name == "unanswerable":
-        results, seconds = experiments.timed(
+        results, seconds = records.timed(
             experiments.unanswerable, pool, service.index, service.backend, base, positives, limit, progress
         )
     else:
@@ -363,12 +364,10 @@ def cmd_experiment(args: argparse.Namespace) -> int:
         "model": None if name == "recall" else service.backend.name,
         "adapter": f"assets/readers/{args.reader}" if name == "reader_comparison" else service.config.adapter,
         "corpus": f"{service.corpus_label} ({len(service.pages):,} pages)",
-        "settings": experiments._settings(base),
+        "settings": experiments.settings_record(base),
         "seconds": round(seconds, 1),
     }
-    path = experiments.write(
-        name, args.dataset, results, provenance, Path(args.out) if args.out else experiments.RESULTS_DIR
-    )
+    path = records.write(name, args.dataset, results, provenance, Path(args.out) if args.out else records.RESULTS_DIR)
     print(f"wrote {path} in {seconds:.0f} s", file=sys.stderr)
     return 0
 
@@ -455,7 +454,6 @@ def cmd_eval_adapt(args: argparse.Namespace) -> int:
 
     from tqdm import tqdm
 
-    from raqa.evaluation import experiments
     from raqa.evaluation.questions import QuestionsError, load_questions
     from raqa.evaluation.when_to_retrieve import evaluate, popularity_baseline, summarise
     from raqa.service import Service
@@ -509,8 +507,8 @@ def cmd_eval_adapt(args: argparse.Namespace) -> int:
         "seconds": round(seconds, 1),
     }
     dataset_label = "+".join(args.datasets) + ("+popqa" if popqa else "")
-    path = experiments.write(
-        "when_to_retrieve", dataset_label, results, provenance, Path(args.out) if args.out else experiments.RESULTS_DIR
+    path = records.write(
+        "when_to_retrieve", dataset_label, results, provenance, Path(args.out) if args.out else records.RESULTS_DIR
     )
     for dataset, summary in results["datasets"].items():
         line = {p: round(v["accuracy"]["value"], 3) for p, v in summary["policies"].items()}

@@ -3,8 +3,8 @@
 import pytest
 
 from raqa.config import RunSettings
-from raqa.evaluation import experiments
-from raqa.evaluation.experiments import PositiveIndex
+from raqa.evaluation import experiments, records
+from raqa.evaluation.positives import PositiveIndex
 from raqa.evaluation.questions import QAItem
 from raqa.models.local import ScriptedBackend
 from raqa.retrieval.corpus import Page
@@ -73,10 +73,10 @@ def test_the_figure_draws_one_bar_series_per_reader_with_intervals(record):
 
 
 def test_the_committed_comparison_renders():
-    path = experiments.RESULTS_DIR / "reader_comparison-triviaqa.json"
+    path = records.RESULTS_DIR / "reader_comparison-triviaqa.json"
     if not path.is_file():
         pytest.skip("no committed comparison")
-    record = experiments.load_results()["reader_comparison-triviaqa"]
+    record = records.load_results()["reader_comparison-triviaqa"]
     figure = reader_comparison_figure(record)
     assert len(figure.data) == len(record["results"]["readers"]) == 2
     assert all(len(trace.y) == 6 for trace in figure.data)

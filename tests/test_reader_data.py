@@ -3,7 +3,7 @@ from dev questions only."""
 
 import pytest
 
-from raqa.evaluation.experiments import PositiveIndex
+from raqa.evaluation.positives import PositiveIndex
 from raqa.evaluation.questions import QAItem, load_questions
 from raqa.reading import grounding
 from raqa.reading.prompts import DEMONSTRATIONS, SYSTEM_PROMPT, parse_reply

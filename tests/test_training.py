@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from raqa.evaluation.experiments import auc
+from raqa.evaluation.metrics import auc
 from raqa.reading.readers import load_reader
 from raqa.training.reader import Encoded, LoraSettings, TrainLog, choose_threshold, loss_summary, reply_loss, train_lora
 

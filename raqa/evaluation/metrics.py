@@ -96,3 +96,21 @@ def mean_interval(values: Sequence[float], resamples: int = 2000, seed: int = 0)
     rng = random.Random(seed)
     means = sorted(sum(rng.choices(values, k=n)) / n for _ in range(resamples))
     return Estimate(sum(values) / n, means[int(0.025 * resamples)], means[int(0.975 * resamples) - 1], n)
+
+
+def estimate(flags_or_values, kind: str = "proportion") -> dict:
+    """A share (Wilson interval) or a mean (bootstrap interval) as a JSON-ready dict."""
+    return (proportion(flags_or_values) if kind == "proportion" else mean_interval(flags_or_values)).as_dict()
+
+
+def auc(negative: Sequence[float], positive: Sequence[float]) -> float:
+    """Probability that a random positive window scores above a random negative one (ties count half).
+
+    Example:
+        >>> auc([0.1, 0.2], [0.3, 0.2])
+        0.875
+    """
+    if not negative or not positive:
+        return float("nan")
+    wins = sum((p > n) + 0.5 * (p == n) for p in positive for n in negative)
+    return wins / (len(negative) * len(positive))

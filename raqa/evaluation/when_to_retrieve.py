@@ -178,7 +178,7 @@ def cross_fitted_threshold(rows: Sequence[dict], seed: int = 0) -> dict:
 
 
 def _auc(rows: Sequence[dict]) -> float | None:
-    from raqa.evaluation.experiments import auc
+    from raqa.evaluation.metrics import auc
 
     known = [r["adapt"]["ret_probability"] for r in rows if r["never"]["accuracy"]]
     unknown = [r["adapt"]["ret_probability"] for r in rows if not r["never"]["accuracy"]]

@@ -181,7 +181,7 @@ def record(kind: str, command: str, service: Service, results: dict) -> dict:
     import platform
     from datetime import UTC, datetime
 
-    from raqa.evaluation.experiments import code_version
+    from raqa.evaluation.records import code_version
 
     return {
         "measurement": kind,

@@ -222,3 +222,9 @@ def run_to_final(question: str, index: BM25Index, backend: Backend, settings: Ru
     """The batch form of run(): only the last event."""
     (last,) = deque(run(question, index, backend, settings), maxlen=1)
     return last
+
+
+def window_verdict(question: str, window: Sequence[Hit], backend: Backend, settings: RunSettings) -> WindowVerdict:
+    """One window read on its own (as window 1 of 1): its verdict event."""
+    events = read_window(question, tuple(window), 1, 1, backend, settings)
+    return next(e for e in events if isinstance(e, WindowVerdict))

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from raqa.evaluation.experiments import auc
+from raqa.evaluation.metrics import auc
 from raqa.reading.readers import CARD_FILE
 from raqa.training.reader_data import WindowExample, example_messages
 
@@ -240,12 +240,12 @@ def choose_threshold(
 
 def window_scores(windows, backend, settings, answer: bool) -> list[tuple[float, object]]:
     """(P(ANSWER), WindowVerdict) for each (item, window): forced to answer, or forced to decline (score only)."""
-    from raqa.evaluation.experiments import _verdict
+    from raqa.reading.engine import window_verdict
 
     forced = settings.replace(answer_threshold=0.0 if answer else 2.0)
     scored = []
     for item, window in windows:
-        verdict = _verdict(item, window, backend, forced)
+        verdict = window_verdict(item.question, window, backend, forced)
         scored.append((verdict.p_answer if verdict.p_answer is not None else 0.0, verdict))
     return scored
 
@@ -383,7 +383,7 @@ def train_reader(
     from tqdm import tqdm
 
     from raqa.config import RunSettings
-    from raqa.evaluation.experiments import PositiveIndex, sample_windows
+    from raqa.evaluation.positives import PositiveIndex, sample_windows
     from raqa.models.local import TransformersBackend
     from raqa.retrieval.corpus import load_corpus
     from raqa.retrieval.index import load_or_build

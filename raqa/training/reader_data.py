@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from raqa.evaluation.experiments import PositiveIndex
+from raqa.evaluation.positives import PositiveIndex
 from raqa.evaluation.questions import QAItem
 from raqa.reading.engine import windows
 from raqa.reading.grounding import about_question

@@ -14,7 +14,7 @@ from pathlib import Path
 import gradio as gr
 
 from raqa.config import ASSETS_DIR, K_RANGE, WINDOW_RANGE, RunSettings, SettingsError, clean_question, validate_settings
-from raqa.evaluation.experiments import load_results
+from raqa.evaluation.records import load_results
 from raqa.reading.engine import run
 from raqa.reading.events import Final, ReplyDelta, WindowVerdict
 from raqa.reading.readers import BASE_READER
