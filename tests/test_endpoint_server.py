@@ -78,7 +78,8 @@ def test_the_engine_reads_windows_through_a_real_server(backend, tiny_index) -> 
 def test_the_page_streams_a_run_from_the_server(backend, tiny_pages, tiny_index, tmp_path) -> None:
     reader = Reader("endpoint:SmolLM2 (llama.cpp)", "SmolLM2 (llama.cpp)", None)
     service = Service(AppConfig(cache_dir=tmp_path), tiny_pages, tiny_index, None, "tiny", {})
-    service.readers = {reader.name: (reader, backend)}
+    service.readers = {reader.name: reader}
+    service.loaded[reader.name] = backend
     outputs = list(ask(service, "Where does the Danube end?", "Iterative", "forward", 2, 8, False, False, reader.name))
     answers, windows = outputs[-1][0], outputs[-1][1]
     assert "raqa-failed" not in answers and "raqa-window" in windows

@@ -62,15 +62,20 @@ def test_the_chosen_reader_reads_and_is_named_in_the_answer(service, tmp_path):
 
     tuned_backend = ScriptedBackend(lambda m: "ANSWER: Apple note 6\nPAGE: 6\nSENTENCE: 1")
     tuned = Reader("tuned", "Tuned reader", tmp_path, answer_threshold=0.7, shots=0, page_tokens=100)
-    service.readers = {"base": (BASE_READER, service.backend), "tuned": (tuned, tuned_backend)}
+    loads = []
+    service.readers = {"base": BASE_READER, "tuned": tuned}
+    service.loaders["tuned"] = lambda: loads.append("tuned") or tuned_backend
     outputs = list(ask(service, "apple", "Iterative", "forward", 3, 10, False, False, "tuned"))
     answers = outputs[-1][0]
     assert "Iterative · Tuned reader" in answers and "Apple note 6" in answers
     assert len(tuned_backend.requests) == 1 and service.backend.requests == []
+    assert loads == ["tuned"]  # the adapter was loaded when first chosen, not before
     # the reader's calibrated settings were used: no worked examples in the prompt
     assert [m["role"] for m in tuned_backend.requests[0]] == ["system", "user"]
     base = list(ask(service, "apple", "Iterative", "forward", 3, 10, False, False, "base"))
     assert "Iterative · Base model" in base[-1][0] and service.backend.requests
+    list(ask(service, "apple", "Iterative", "forward", 3, 10, False, False, "tuned"))
+    assert loads == ["tuned"]  # and only once
 
 
 @pytest.mark.parametrize("reader", ["nonexistent", 3, ["base"]])

@@ -13,21 +13,19 @@ from pathlib import Path
 
 import gradio as gr
 
-from raqa.config import ASSETS_DIR, K_RANGE, WINDOW_RANGE, RunSettings, SettingsError, clean_question, validate_settings
+from raqa.config import ASSETS_DIR, K_RANGE, WINDOW_RANGE, RunSettings, SettingsError, clean_question
 from raqa.evaluation.records import load_results
-from raqa.reading.engine import run
+from raqa.models.local import ModelError
 from raqa.reading.events import Final, ReplyDelta, WindowVerdict
 from raqa.reading.readers import BASE_READER
-from raqa.service import Service
-from raqa.text import normalize_answer
+from raqa.service import NO_ADAPT_MODEL, Service
 from raqa.web.figures_experiments import FIGURES as RESULT_FIGURES
 from raqa.web.figures_run import message_figure, safe, score_by_rank, token_meter
 from raqa.web.figures_when_to_retrieve import FIGURES as ROUTE_FIGURES
 from raqa.web.figures_when_to_retrieve import accuracy_figure
 from raqa.web.render import RunView, esc, mark_stopped
 from raqa.web.render_when_to_retrieve import RouteView, evaluation_summary, message_html
-from raqa.when_to_retrieve.policies import POLICIES, Popularity, decide
-from raqa.when_to_retrieve.popularity import PopItem
+from raqa.when_to_retrieve.policies import POLICIES
 
 LOG = logging.getLogger(__name__)
 ASSETS = ASSETS_DIR
@@ -62,38 +60,29 @@ def _figures(view: RunView, verdicts: list[WindowVerdict], k: int):
 def ask(service: Service, question, strategy, order, window, k, grounded_only, rationale, reader=None):
     """Stream the page's outputs: answers, windows, pages, score chart, token meter."""
     try:
-        question = clean_question(question)
         strategies = STRATEGIES.get(strategy) if isinstance(strategy, str) else None
         if strategies is None:
             raise SettingsError(f"Invalid strategy: {strategy!r}. Choose from: {', '.join(STRATEGIES)}.")
-        if reader is not None and not isinstance(reader, str):
-            raise SettingsError(f"The reader must be a name, got {type(reader).__name__}.")
-        try:
-            chosen, backend = service.reader(reader)
-        except KeyError as e:
-            raise SettingsError(e.args[0]) from None
-        settings = [
-            chosen.settings(validate_settings(s, order, window, k, grounded_only, rationale)) for s in strategies
-        ]
-    except SettingsError as e:
+        plans = [service.plan(question, s, order, window, k, grounded_only, rationale, reader) for s in strategies]
+    except (SettingsError, ModelError) as e:
         message = f'<div class="raqa-answer raqa-failed">{esc(e)}</div>'
         yield message, gr.skip(), gr.skip(), gr.skip(), gr.skip()
         return
     # with a choice of readers, every answer says which reader gave it
-    suffix = f" · {chosen.label}" if len(service.readers) > 1 else ""
-    views = [RunView(title=TITLES[s.strategy] + suffix) for s in settings]
-    verdicts: list[list[WindowVerdict]] = [[] for _ in settings]
+    suffix = f" · {plans[0].reader.label}" if len(service.reader_names()) > 1 else ""
+    views = [RunView(title=TITLES[p.settings.strategy] + suffix) for p in plans]
+    verdicts: list[list[WindowVerdict]] = [[] for _ in plans]
     try:
-        for i, run_settings in enumerate(settings):
-            for event in run(question, service.index, backend, run_settings):
+        for i, plan in enumerate(plans):
+            for event in service.events(plan):
                 views[i].update(event)
                 if isinstance(event, WindowVerdict):
                     verdicts[i].append(event)
                 if isinstance(event, ReplyDelta):
                     # streamed tokens only change the reading window's text; skip redrawing the charts
-                    yield _outputs(views, verdicts, run_settings, charts=False)
+                    yield _outputs(views, verdicts, plan.settings, charts=False)
                 else:
-                    yield _outputs(views, verdicts, run_settings, charts=True)
+                    yield _outputs(views, verdicts, plan.settings, charts=True)
     except Exception:  # last resort: a bug ends this run with a message, never the page or the server
         LOG.exception("A run failed on an unexpected error")
         message = '<div class="raqa-answer raqa-failed">The run stopped on an internal error. Please try again.</div>'
@@ -125,10 +114,6 @@ EXPERIMENT_ORDER = [
     "when_to_retrieve",
 ]
 FIGURES = {**RESULT_FIGURES, "when_to_retrieve": accuracy_figure}
-NO_ADAPT_MODEL = (
-    "The When-to-retrieve view needs the Adapt-LLM, NR-LLM and AR-LLM adapters (assets/adapt, made by "
-    "python -m raqa train-adapt) on the embedded model; this page runs without them."
-)
 
 
 def route(service: Service, question):
@@ -138,17 +123,15 @@ def route(service: Service, question):
     except SettingsError as e:
         yield message_html(str(e))
         return
-    if service.adapt is None:
+    if not service.has_adapt_model():
         yield message_html(NO_ADAPT_MODEL)
         return
-    item: PopItem | None = service.popularity.get(normalize_answer(question))
-    popularity = Popularity(item.popularity if item else None, service.config.pop_threshold)
     view = RouteView(question)
     try:
         for policy in POLICIES:
             view.busy = policy
             yield view.html()
-            for event in decide(question, policy, service.adapt, lambda q: service.index.search(q, 1), popularity):
+            for event in service.decide(question, policy):
                 view.add(event)
                 yield view.html()
         view.busy, view.done = None, True
@@ -172,7 +155,7 @@ def route_view(service: Service, results_dir: Path | None = None):
         )
         button = gr.Button("Decide", variant="primary", elem_id="raqa-route-run", scale=0)
     gr.Examples(load_examples(), inputs=question, label="Examples")
-    output = gr.HTML(message_html(NO_ADAPT_MODEL) if service.adapt is None else "", elem_id="raqa-route-cards")
+    output = gr.HTML(message_html(NO_ADAPT_MODEL) if not service.has_adapt_model() else "", elem_id="raqa-route-cards")
     records = [
         (stem, r)
         for stem, r in (load_results(results_dir) if results_dir else load_results()).items()
@@ -270,7 +253,7 @@ def build_demo(service: Service) -> gr.Blocks:
                         value=False, label="Accept only grounded answers (an unsupported answer counts as a decline)"
                     )
                     rationale = gr.Checkbox(value=False, label="Ask for a reason on declined windows (slower)")
-                    choices = [(r.label, name) for name, (r, _) in service.readers.items()] or [
+                    choices = [(r.label, name) for name, r in service.readers.items()] or [
                         (BASE_READER.label, BASE_READER.name)
                     ]
                     reader = gr.Radio(
