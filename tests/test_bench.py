@@ -10,22 +10,19 @@ import numpy as np
 import pytest
 
 from raqa.ops import bench
-from raqa.ops.bench import (
-    BenchResults,
+from raqa.ops.bench import BenchResults, Row, build_rows, format_table
+from raqa.ops.bench_measure import (
     IndexTimes,
     ModelLoad,
     RetrievalLatency,
-    Row,
-    StartTime,
     Throughput,
     TokenCosts,
     VerdictTimes,
-    build_rows,
-    format_table,
-    percentile,
     retrieval_latency,
     top_k,
 )
+from raqa.ops.bench_start import StartTime
+from raqa.ops.bench_timing import CpuWatch, percentile
 from raqa.retrieval.corpus import Page
 from raqa.retrieval.index import BM25Index
 
@@ -124,7 +121,7 @@ def test_notes_name_the_parts_other_processes_slowed():
 
 
 def test_cpu_watch_records_a_share_per_part():
-    watch = bench.CpuWatch()
+    watch = CpuWatch()
     with watch.part("sleep"):
         time.sleep(0.05)
     assert set(watch.shares) <= {"sleep"}  # empty where /proc/stat is missing

@@ -1,0 +1,95 @@
+"""Timing helpers the measurements share: a timer, per-call latencies, progress lines, and how busy the
+machine was meanwhile (CpuWatch)."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+def percentile(values: Iterable[float], q: float) -> float:
+    """The q-th percentile with linear interpolation between order statistics (numpy's default).
+
+    Example:
+        >>> percentile([1.0, 2.0, 3.0, 4.0], 50)
+        2.5
+    """
+    ordered = sorted(values)
+    if not ordered:
+        raise ValueError("percentile of no values")
+    if not 0 <= q <= 100:
+        raise ValueError(f"q must be from 0 to 100, got {q}")
+    position = (len(ordered) - 1) * q / 100
+    lo, hi = math.floor(position), math.ceil(position)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (position - lo)
+
+
+def timed(fn: Callable[[], T]) -> tuple[T, float]:
+    start = time.perf_counter()
+    result = fn()
+    return result, time.perf_counter() - start
+
+
+def latencies_ms(fn: Callable[[str], object], questions: Sequence[str], label: str) -> list[float]:
+    """Milliseconds of fn(question) for each question, after one untimed warm-up call."""
+    fn(questions[0])
+    times = []
+    for question in progress(questions, label):
+        start = time.perf_counter()
+        fn(question)
+        times.append((time.perf_counter() - start) * 1000)
+    return times
+
+
+def progress(items: Sequence[T], label: str) -> Iterable[T]:
+    """A progress bar on stderr (tqdm when installed, else nothing)."""
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return items
+    return tqdm(items, desc=label, file=sys.stderr, leave=False)
+
+
+def say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _busy_seconds() -> float | None:
+    """CPU seconds every process together has been busy since boot (Linux /proc/stat), or None elsewhere."""
+    try:
+        ticks = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    except (OSError, ValueError):
+        return None
+    user, nice, system, _idle, _iowait, irq, softirq, steal = ticks
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+def _own_seconds() -> float:
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+class CpuWatch:
+    """How much of the machine other processes took while each part ran: on a 2-core machine a single busy
+    neighbour makes torch's two threads wait on each other, and model timings grow several times over."""
+
+    def __init__(self) -> None:
+        self.shares: dict[str, float] = {}
+
+    @contextlib.contextmanager
+    def part(self, name: str) -> Iterator[None]:
+        say(name)
+        busy, own, start = _busy_seconds(), _own_seconds(), time.perf_counter()
+        yield
+        end = _busy_seconds()
+        if busy is not None and end is not None:
+            others = (end - busy) - (_own_seconds() - own)
+            self.shares[name] = max(0.0, others / ((time.perf_counter() - start) * (os.cpu_count() or 1)))
