@@ -25,7 +25,7 @@ from pathlib import Path
 from raqa.config import AppConfig, RunSettings, SettingsError, clean_question, validate_settings
 from raqa.models.local import Backend, ModelError, TransformersBackend
 from raqa.reading.engine import run
-from raqa.reading.events import Event
+from raqa.reading.events import RunEvent
 from raqa.reading.readers import BASE_READER, Reader, available_readers
 from raqa.retrieval.corpus import Page, corpus_name, load_corpus
 from raqa.retrieval.index import BM25Index, load_or_build
@@ -119,7 +119,7 @@ class Service:
             raise ModelError("This service was loaded without a model, so it cannot read pages.")
         return RunPlan(question, chosen, backend, chosen.settings(settings))
 
-    def events(self, plan: RunPlan) -> Iterator[Event]:
+    def events(self, plan: RunPlan) -> Iterator[RunEvent]:
         """The engine's events for the plan: RunStarted ... Final (or RunFailed)."""
         return run(plan.question, self.index, plan.backend, plan.settings)
 

@@ -11,11 +11,11 @@ from raqa.config import RunSettings
 from raqa.models.local import ModelError, ScriptedBackend, Step
 from raqa.reading.engine import CITATION_TOKENS, reply_plan, run, run_to_final, topk_prompt_tokens, windows
 from raqa.reading.events import (
-    Event,
     Final,
     Notice,
     ReplyDelta,
     Retrieved,
+    RunEvent,
     RunFailed,
     RunStarted,
     WindowStarted,
@@ -42,7 +42,7 @@ def invented_for(page: Page) -> str:
     return f"ANSWER: Atlantis\nPAGE: {page.id}\nSENTENCE: 1"
 
 
-def kinds(events: list[Event]) -> list[str]:
+def kinds(events: list[RunEvent]) -> list[str]:
     return [type(event).__name__ for event in events]
 
 
@@ -55,7 +55,7 @@ def expected_kinds(*replies: str, end: str = "Final") -> list[str]:
     return ["RunStarted", "Retrieved"] + [kind for reply in replies for kind in window_kinds(reply)] + [end]
 
 
-def of_type(events: list[Event], cls: type) -> list:
+def of_type(events: list[RunEvent], cls: type) -> list:
     return [event for event in events if isinstance(event, cls)]
 
 

@@ -129,13 +129,14 @@ def test_every_event_names_its_policy(tiny_index):
             assert isinstance(event, (Decision, PageRead, Answer)) and event.policy == policy
 
 
-def test_events_are_json_ready(tiny_index):
+def test_events_are_json_ready_in_the_same_convention_as_a_runs(tiny_index):
     import json
 
-    from raqa.when_to_retrieve.policies import to_json
+    from raqa.reading.events import to_json
 
     model = FakeAdaptModel(knows_paris)
     lines = [json.loads(json.dumps(to_json(e))) for e in decide("Everest?", "adapt", model, _search(tiny_index))]
-    assert [line["type"] for line in lines] == ["Decision", "PageRead", "Answer"]
-    assert lines[1]["hit"] == {"rank": 1, "score": lines[1]["hit"]["score"], "id": "p2", "title": "Mount Everest"}
+    assert [line["type"] for line in lines] == ["decision", "page_read", "answer"]
+    # a page is reduced exactly as in a run's events (reading.events.hit_json)
+    assert lines[1]["hit"] == {"rank": 1, "score": lines[1]["hit"]["score"], "page_id": "p2", "title": "Mount Everest"}
     assert lines[0]["ret_probability"] == pytest.approx(0.9) and lines[2]["text"] == "Mount Everest"

@@ -17,11 +17,11 @@ from raqa.config import RunSettings
 from raqa.models.local import Backend, Choice, ModelError, ReplyPlan, Step, Usage
 from raqa.reading import grounding
 from raqa.reading.events import (
-    Event,
     Final,
     Notice,
     ReplyDelta,
     Retrieved,
+    RunEvent,
     RunFailed,
     RunStarted,
     Verdict,
@@ -86,7 +86,7 @@ def read_window(
     of: int,
     backend: Backend,
     settings: RunSettings,
-) -> Iterator[Event]:
+) -> Iterator[RunEvent]:
     """Ask the model about one window; yields WindowStarted, ReplyDelta*, WindowVerdict."""
     start = time.perf_counter()
     messages = build_messages(
@@ -149,7 +149,7 @@ def fit_to_context(question: str, hits: Sequence[Hit], backend: Backend, setting
     return tuple(hits[:lo])
 
 
-def run(question: str, index: BM25Index, backend: Backend, settings: RunSettings) -> Iterator[Event]:
+def run(question: str, index: BM25Index, backend: Backend, settings: RunSettings) -> Iterator[RunEvent]:
     """Retrieve, then read with settings.strategy; the stream ends with Final or RunFailed."""
     start = time.perf_counter()
     yield RunStarted(question, settings, backend.name)

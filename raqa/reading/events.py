@@ -1,4 +1,4 @@
-"""The typed events of a run, the union type of them, and their JSON form.
+"""The typed events of a run, the union type of them, and the one JSON form every event family shares.
 
 A strategy in engine.py yields these in order:
 
@@ -6,11 +6,17 @@ A strategy in engine.py yields these in order:
 
 or RunFailed in place of what could not be done. The UI renders them, the CLI prints them as JSON
 lines, and the evaluation scores them: all three see the same stream.
+
+Every event, these and the When-to-retrieve policies' (when_to_retrieve/policies.py), is a frozen
+dataclass deriving from `Event`, and `to_json` turns any of them into one JSON convention: a snake_case
+"type" (the class name: WindowVerdict -> "window_verdict"), the fields by name, nested dataclasses as
+dicts, and each retrieved page (a Hit) reduced to {"rank", "score", "page_id", "title"}.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, fields
+import re
+from dataclasses import asdict, dataclass, fields, is_dataclass
 from typing import Literal, Union
 
 from raqa.config import RunSettings
@@ -22,25 +28,40 @@ Verdict = Literal["answered", "unsupported", "not_found", "unparseable"]
 
 
 @dataclass(frozen=True)
-class RunStarted:
+class Event:
+    """The base of every event a run or a policy yields; `type_name()` is its JSON "type"."""
+
+    @classmethod
+    def type_name(cls) -> str:
+        """The class name in snake_case.
+
+        Example:
+            >>> WindowVerdict.type_name()
+            'window_verdict'
+        """
+        return re.sub(r"(?<!^)(?=[A-Z])", "_", cls.__name__).lower()
+
+
+@dataclass(frozen=True)
+class RunStarted(Event):
     question: str
     settings: RunSettings
     model: str
 
 
 @dataclass(frozen=True)
-class Retrieved:
+class Retrieved(Event):
     hits: tuple[Hit, ...]
     seconds: float
 
 
 @dataclass(frozen=True)
-class Notice:
+class Notice(Event):
     message: str  # something the viewer should know, e.g. that not all K pages fit the context
 
 
 @dataclass(frozen=True)
-class WindowStarted:
+class WindowStarted(Event):
     window: int  # 1-based position in reading order
     of: int  # how many windows the run may read
     hits: tuple[Hit, ...]
@@ -48,13 +69,13 @@ class WindowStarted:
 
 
 @dataclass(frozen=True)
-class ReplyDelta:
+class ReplyDelta(Event):
     window: int
     text: str  # the newly generated text, to append
 
 
 @dataclass(frozen=True)
-class WindowVerdict:
+class WindowVerdict(Event):
     window: int
     hits: tuple[Hit, ...]
     verdict: Verdict
@@ -67,7 +88,7 @@ class WindowVerdict:
 
 
 @dataclass(frozen=True)
-class Final:
+class Final(Event):
     question: str
     strategy: str
     order: str
@@ -87,11 +108,11 @@ class Final:
 
 
 @dataclass(frozen=True)
-class RunFailed:
+class RunFailed(Event):
     message: str
 
 
-Event = Union[
+RunEvent = Union[
     RunStarted,
     Retrieved,
     Notice,
@@ -102,35 +123,21 @@ Event = Union[
     RunFailed,
 ]
 
-_TYPE_NAMES = {
-    RunStarted: "run_started",
-    Retrieved: "retrieved",
-    Notice: "notice",
-    WindowStarted: "window_started",
-    ReplyDelta: "reply_delta",
-    WindowVerdict: "window_verdict",
-    Final: "final",
-    RunFailed: "run_failed",
-}
+
+def hit_json(hit: Hit) -> dict:
+    return {"rank": hit.rank, "score": round(hit.score, 4), "page_id": hit.page.id, "title": hit.page.title}
 
 
-def _hit_json(hit: Hit) -> dict:
-    return {
-        "rank": hit.rank,
-        "score": round(hit.score, 4),
-        "page_id": hit.page.id,
-        "title": hit.page.title,
-    }
+def _value_json(value: object) -> object:
+    if isinstance(value, Hit):
+        return hit_json(value)
+    if isinstance(value, (tuple, list)) and value and all(isinstance(v, Hit) for v in value):
+        return [hit_json(v) for v in value]
+    if is_dataclass(value) and not isinstance(value, type):
+        return asdict(value)
+    return value
 
 
 def to_json(event: Event) -> dict:
-    """A JSON-ready dict with a "type" field; hits are reduced to rank, score, page id and title."""
-    out: dict = {"type": _TYPE_NAMES[type(event)]}
-    for f in fields(event):
-        value = getattr(event, f.name)
-        if f.name == "hits":
-            value = [_hit_json(h) for h in value]
-        elif isinstance(value, (RunSettings, ParsedReply, Grounding)):
-            value = asdict(value)
-        out[f.name] = value
-    return out
+    """A JSON-ready dict: {"type": snake_case class name, field: value, ...}; pages as rank, score, id, title."""
+    return {"type": event.type_name(), **{f.name: _value_json(getattr(event, f.name)) for f in fields(event)}}

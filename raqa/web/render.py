@@ -12,11 +12,11 @@ from dataclasses import dataclass, field
 from html import escape
 
 from raqa.reading.events import (
-    Event,
     Final,
     Notice,
     ReplyDelta,
     Retrieved,
+    RunEvent,
     RunFailed,
     RunStarted,
     WindowStarted,
@@ -97,7 +97,7 @@ class RunView:
     final: Final | None = None
     failure: str | None = None
 
-    def update(self, event: Event) -> None:
+    def update(self, event: RunEvent) -> None:
         if isinstance(event, RunStarted):
             self.question = event.question
         elif isinstance(event, Retrieved):

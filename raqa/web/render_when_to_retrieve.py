@@ -17,7 +17,7 @@ from raqa.when_to_retrieve.policies import (
     Decision,
     PageRead,
     PolicyFailed,
-    RouterEvent,
+    PolicyEvent,
 )
 
 DECISION_BADGES = {
@@ -35,7 +35,7 @@ class PolicyCard:
     answer: Answer | None = None
     failed: str | None = None
 
-    def add(self, event: RouterEvent) -> None:
+    def add(self, event: PolicyEvent) -> None:
         if isinstance(event, Decision):
             self.decision = event
         elif isinstance(event, PageRead):
@@ -92,7 +92,7 @@ class RouteView:
     busy: str | None = None  # the policy being computed now
     done: bool = False  # every policy has finished (the page marks the grid so tests and viewers can tell)
 
-    def add(self, event: RouterEvent) -> None:
+    def add(self, event: PolicyEvent) -> None:
         self.cards[event.policy].add(event)
 
     def html(self) -> str:

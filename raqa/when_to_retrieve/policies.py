@@ -10,8 +10,9 @@ Four policies answer one question each:
                 NR-LLM answer when it is not, the AR-LLM answer when it is; unknown popularity says so
 
 `decide` yields Decision, Retrieved (only when a page is read), then Answer, or PolicyFailed: the page, the
-CLI and eval-adapt all read this stream. Prompts follow the Adapt-LLM paper. Left out here: loading
-models (adapt_model.py), training (adapt_data.py, lora.py) and scoring (adapt_eval.py).
+CLI and eval-adapt all read this stream, and serialise it with reading.events.to_json like a run's. Left out
+here: the prompts (prompts.py), loading models (model.py), training (training/when_to_retrieve*.py) and
+scoring (evaluation/when_to_retrieve.py).
 """
 
 from __future__ import annotations
@@ -20,9 +21,18 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol, Union
 
+from raqa.reading.events import Event
 from raqa.retrieval.index import Hit
+from raqa.when_to_retrieve.prompts import (
+    RET,
+    Messages,
+    asks_retrieval,
+    closed_book_messages,
+    context_messages,
+    context_text,
+    parametric_messages,
+)
 
-RET = "<RET>"
 Policy = Literal["never", "always", "adapt", "popularity"]
 POLICIES: tuple[Policy, ...] = ("never", "always", "adapt", "popularity")
 POLICY_TITLES = {
@@ -33,50 +43,6 @@ POLICY_TITLES = {
 }
 # which trained adapter answers for each policy (the popularity baseline borrows NR's and AR's)
 ADAPTERS = ("adapt", "never", "always")
-CONTEXT_TOKENS = 160  # the retrieved page is cut to this many tokens (the paper's passages are ~100 words)
-
-Messages = list[dict[str, str]]
-
-
-def parametric_messages(question: str) -> Messages:
-    """Adapt-LLM's parametric prompt: answer from memory, or ask for context with <RET>."""
-    return [
-        {
-            "role": "user",
-            "content": f"Answer the question Q. If you need help answer {RET} to get the context. Q: {question}",
-        }
-    ]
-
-
-def closed_book_messages(question: str) -> Messages:
-    """The plain question prompt: NR-LLM's, and the zero-shot probe of the base model."""
-    return [{"role": "user", "content": f"Answer the question Q. Q: {question}"}]
-
-
-def context_messages(question: str, context: str) -> Messages:
-    """Adapt-LLM's context prompt."""
-    return [{"role": "user", "content": f"Answer the question Q given the context C. Q: {question}, C: {context}"}]
-
-
-def asks_retrieval(reply: str) -> bool:
-    """Whether a reply asks for retrieval: it holds <RET> anywhere, as the authors' code checks."""
-    return RET in reply
-
-
-def context_text(hit: Hit, count_tokens: Callable[[str], int], max_tokens: int = CONTEXT_TOKENS) -> str:
-    """The page as the context prompt shows it: 'Title: text', cut at a word to at most max_tokens tokens."""
-    text = f"{hit.page.title}: {' '.join(hit.page.text.split())}"
-    if count_tokens(text) <= max_tokens:
-        return text
-    words = text.split(" ")
-    lo, hi = 1, len(words)
-    while lo < hi:  # the most words that fit
-        mid = (lo + hi + 1) // 2
-        if count_tokens(" ".join(words[:mid])) <= max_tokens:
-            lo = mid
-        else:
-            hi = mid - 1
-    return " ".join(words[:lo])
 
 
 class AdaptModel(Protocol):
@@ -94,7 +60,7 @@ class AdaptModel(Protocol):
 
 
 @dataclass(frozen=True)
-class Decision:
+class Decision(Event):
     policy: Policy
     retrieve: bool | None  # None: the policy cannot decide for this question (popularity unknown)
     reason: str  # one line a viewer reads
@@ -105,14 +71,14 @@ class Decision:
 
 
 @dataclass(frozen=True)
-class PageRead:
+class PageRead(Event):
     policy: Policy
     hit: Hit | None  # None: BM25 found no page for the question
     context: str  # the text the context prompt showed
 
 
 @dataclass(frozen=True)
-class Answer:
+class Answer(Event):
     policy: Policy
     text: str
     with_context: bool
@@ -120,12 +86,12 @@ class Answer:
 
 
 @dataclass(frozen=True)
-class PolicyFailed:
+class PolicyFailed(Event):
     policy: Policy
     message: str
 
 
-RouterEvent = Union[Decision, PageRead, Answer, PolicyFailed]
+PolicyEvent = Union[Decision, PageRead, Answer, PolicyFailed]
 
 
 @dataclass(frozen=True)
@@ -149,7 +115,7 @@ def decide(
     model: AdaptModel,
     search: Callable[[str], Sequence[Hit]],
     popularity: Popularity | None = None,
-) -> Iterator[RouterEvent]:
+) -> Iterator[PolicyEvent]:
     """Yield one policy's decision for the question, the page it read if any, and its answer."""
     if policy not in POLICIES:
         raise ValueError(f"Invalid policy: {policy!r}. Choose from: {', '.join(POLICIES)}.")
@@ -187,7 +153,7 @@ def decide(
     yield from _answer_with_page(question, policy, model, search, "adapt")
 
 
-def _answer_with_page(question, policy, model, search, adapter) -> Iterator[RouterEvent]:
+def _answer_with_page(question, policy, model, search, adapter) -> Iterator[PolicyEvent]:
     page = read_page(policy, question, search, model.count_tokens)
     yield page
     if page.hit is None:
@@ -196,15 +162,5 @@ def _answer_with_page(question, policy, model, search, adapter) -> Iterator[Rout
     yield Answer(policy, model.generate(context_messages(question, page.context), adapter), True, adapter)
 
 
-def to_json(event: RouterEvent) -> dict:
-    """A JSON-ready dict with a "type" field; a page read is reduced to rank, score, page id and title."""
-    out: dict = {"type": type(event).__name__}
-    for name, value in vars(event).items():
-        if isinstance(value, Hit):
-            value = {"rank": value.rank, "score": round(value.score, 4), "id": value.page.id, "title": value.page.title}
-        out[name] = value
-    return out
-
-
-def final_answer(events: Sequence[RouterEvent]) -> Answer | None:
+def final_answer(events: Sequence[PolicyEvent]) -> Answer | None:
     return next((e for e in events if isinstance(e, Answer)), None)
