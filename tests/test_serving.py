@@ -8,6 +8,7 @@ serving path: the queue, the sessions, cancellation and validation, not the mode
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 import threading
 import time
@@ -18,7 +19,8 @@ import pytest
 
 from raqa.config import AppConfig
 from raqa.models.local import ScriptedBackend
-from raqa.ops.reliability import DEFAULT_FORM, drive_sessions, percentile, serve, summarise
+from raqa.ops.bench_timing import percentile
+from raqa.ops.reliability import DEFAULT_FORM, drive_sessions, serve, summarise
 from raqa.retrieval.corpus import Page
 from raqa.retrieval.index import BM25Index
 from raqa.service import Service
@@ -235,6 +237,7 @@ def test_percentile() -> None:
     assert percentile([3.0, 1.0, 2.0], 50) == 2.0
     assert percentile([1.0, 2.0], 95) == pytest.approx(1.95)
     assert percentile([5.0], 95) == 5.0
+    assert math.isnan(percentile([], 50))
 
 
 def test_session_threads_do_not_leak(server):

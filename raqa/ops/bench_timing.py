@@ -1,5 +1,5 @@
-"""Timing helpers the measurements share: a timer, per-call latencies, progress lines, and how busy the
-machine was meanwhile (CpuWatch)."""
+"""Timing helpers the measurements share: the one percentile, a timer, per-call latencies, progress lines, and
+how busy the machine was meanwhile (CpuWatch). The load test and the scale bench use percentile too."""
 
 from __future__ import annotations
 
@@ -12,24 +12,21 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TypeVar
 
+import numpy as np
+
 T = TypeVar("T")
 
 
 def percentile(values: Iterable[float], q: float) -> float:
-    """The q-th percentile with linear interpolation between order statistics (numpy's default).
+    """numpy.percentile with its default linear interpolation, as a float; NaN for no values (a summary of runs
+    that all failed still prints). The one percentile of the bench, the load test and the scale bench.
 
     Example:
         >>> percentile([1.0, 2.0, 3.0, 4.0], 50)
         2.5
     """
-    ordered = sorted(values)
-    if not ordered:
-        raise ValueError("percentile of no values")
-    if not 0 <= q <= 100:
-        raise ValueError(f"q must be from 0 to 100, got {q}")
-    position = (len(ordered) - 1) * q / 100
-    lo, hi = math.floor(position), math.ceil(position)
-    return ordered[lo] + (ordered[hi] - ordered[lo]) * (position - lo)
+    values = np.asarray(list(values), dtype=float)
+    return math.nan if values.size == 0 else float(np.percentile(values, q))
 
 
 def timed(fn: Callable[[], T]) -> tuple[T, float]:

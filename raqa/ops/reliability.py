@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from raqa.ops.bench_timing import percentile
 from raqa.service import Service
 
 # The form's values after the question, in the order the /ask endpoint takes them.
@@ -41,7 +42,7 @@ def free_port() -> int:
 
 def serve(service: Service, port: int | None = None, **launch_kwargs):
     """Start the page on loopback in this process; returns (demo, url). Close it with demo.close()."""
-    from raqa.web.ui import build_demo
+    from raqa.web.app import build_demo
 
     port = port or free_port()
     demo = build_demo(service)
@@ -95,17 +96,6 @@ def drive_sessions(
     return [r or SessionResult(q, timeout, 0, None, "no result") for q, r in zip(questions, results, strict=True)]
 
 
-def percentile(values: Sequence[float], q: float) -> float:
-    """Linear-interpolated percentile, q in [0, 100]."""
-    if not values:
-        return float("nan")
-    ordered = sorted(values)
-    position = (len(ordered) - 1) * q / 100
-    low = int(position)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
-
-
 def summarise(results: Sequence[SessionResult]) -> dict:
     seconds = [r.seconds for r in results if r.error is None]
     return {
@@ -138,7 +128,7 @@ def soak(
     """Run `runs` questions one after another through the page's generator; memory after each run."""
     import gc
 
-    from raqa.web.ui import ask
+    from raqa.web.ask_tab import ask
 
     memory: list[float] = []
     seconds: list[float] = []

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from raqa.ops.reliability import percentile
+from raqa.ops.bench_timing import percentile
 
 
 def generate(path: Path, pages: int, seed: int = 0) -> int:
