@@ -24,7 +24,7 @@ def install_data_packages_on_spaces() -> None:
 if __name__ == "__main__":
     install_data_packages_on_spaces()
     from raqa.config import AppConfig
-    from raqa.models.local import ModelError
+    from raqa.models.base import ModelError
     from raqa.retrieval.corpus import CorpusError
     from raqa.service import Service
     from raqa.web.ui import launch

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from raqa.config import AppConfig, SettingsError, clean_question, validate_settings
 from raqa.evaluation import records
-from raqa.models.local import ModelError
+from raqa.models.base import ModelError
 from raqa.reading.events import (
     Final,
     Notice,

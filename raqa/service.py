@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from raqa.config import AppConfig, RunSettings, SettingsError, clean_question, validate_settings
-from raqa.models.local import Backend, ModelError, TransformersBackend
+from raqa.models.base import Backend, ModelError
+from raqa.models.local import TransformersBackend
 from raqa.reading.engine import run
 from raqa.reading.events import RunEvent
 from raqa.reading.readers import BASE_READER, Reader, available_readers

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from raqa.models.local import Messages, ScriptedBackend
+from raqa.models.base import Messages
+from raqa.models.scripted import ScriptedBackend
 from raqa.retrieval.corpus import Page, load_corpus
 from raqa.retrieval.index import BM25Index
 

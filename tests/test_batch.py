@@ -23,7 +23,7 @@ from raqa.__main__ import main
 from raqa.config import AppConfig
 from raqa.evaluation import questions
 from raqa.evaluation.questions import QAItem
-from raqa.models.local import ScriptedBackend
+from raqa.models.scripted import ScriptedBackend
 from raqa.ops.batch import BatchError, read_finished, run_batch
 from raqa.service import Service
 

@@ -13,7 +13,7 @@ import pytest
 
 from raqa.__main__ import main
 from raqa.config import AppConfig
-from raqa.models.local import ScriptedBackend
+from raqa.models.scripted import ScriptedBackend
 from raqa.retrieval.corpus import Page
 from raqa.retrieval.index import BM25Index
 from raqa.service import Service

@@ -19,7 +19,7 @@ import pytest
 from adapt_fakes import FakeAdaptModel, knows_paris
 
 from raqa.config import AppConfig
-from raqa.models.local import ScriptedBackend
+from raqa.models.scripted import ScriptedBackend
 from raqa.retrieval.corpus import Page
 from raqa.retrieval.index import BM25Index
 from raqa.service import Service

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from raqa.config import AppConfig
-from raqa.models.local import ScriptedBackend
+from raqa.models.scripted import ScriptedBackend
 from raqa.ops.reliability import serve
 from raqa.service import Service
 

@@ -16,6 +16,7 @@ import pytest
 from fault_server import FaultServer, Reply, chunk, streamed
 
 from raqa.config import RunSettings
+from raqa.models.base import Choice, ModelError, Usage
 from raqa.models.endpoint import (
     EndpointBackend,
     EndpointConfig,
@@ -25,7 +26,6 @@ from raqa.models.endpoint import (
     sse_data,
 )
 from raqa.models.endpoints_file import EndpointConfigError, endpoints_from_env, load_endpoints
-from raqa.models.local import Choice, ModelError, Usage
 from raqa.reading.engine import reply_plan, run
 from raqa.reading.events import Final, ReplyDelta, RunFailed, WindowVerdict, to_json
 from raqa.reading.prompts import ANSWER_WORD, NOT_FOUND_WORD

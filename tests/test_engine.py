@@ -8,7 +8,8 @@ from collections.abc import Callable
 import pytest
 
 from raqa.config import RunSettings
-from raqa.models.local import ModelError, ScriptedBackend, Step
+from raqa.models.base import ModelError, Step
+from raqa.models.scripted import ScriptedBackend
 from raqa.reading.engine import CITATION_TOKENS, reply_plan, run, run_to_final, topk_prompt_tokens, windows
 from raqa.reading.events import (
     Final,

@@ -9,7 +9,7 @@ from raqa.evaluation import experiments, records
 from raqa.evaluation.experiments import negative_windows_before_first_positive
 from raqa.evaluation.positives import PositiveIndex
 from raqa.evaluation.questions import QAItem
-from raqa.models.local import ScriptedBackend
+from raqa.models.scripted import ScriptedBackend
 from raqa.retrieval.corpus import Page
 from raqa.retrieval.index import BM25Index
 

@@ -12,17 +12,9 @@ from pathlib import Path
 import pytest
 
 from raqa.config import RunSettings
-from raqa.models.local import (
-    Backend,
-    Choice,
-    ModelError,
-    ScriptedBackend,
-    TransformersBackend,
-    Usage,
-    defuse_special_tokens,
-    embedded_model_path,
-    pick_choice,
-)
+from raqa.models.base import Backend, Choice, ModelError, Usage, pick_choice
+from raqa.models.local import TransformersBackend, defuse_special_tokens, embedded_model_path
+from raqa.models.scripted import ScriptedBackend
 from raqa.reading.engine import reply_plan
 from raqa.reading.prompts import ANSWER_WORD, NOT_FOUND_WORD, build_messages
 from raqa.retrieval.corpus import Page

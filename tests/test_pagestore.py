@@ -12,7 +12,7 @@ import pytest
 
 import raqa.retrieval.pagestore as pagestore
 from raqa.config import AppConfig
-from raqa.models.local import ScriptedBackend
+from raqa.models.scripted import ScriptedBackend
 from raqa.retrieval.corpus import CorpusError, load_corpus
 from raqa.retrieval.index import load_or_build
 from raqa.retrieval.pagestore import PageStore

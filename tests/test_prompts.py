@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from raqa.config import RunSettings
-from raqa.models.local import ScriptedBackend
+from raqa.models.scripted import ScriptedBackend
 from raqa.reading.engine import run
 from raqa.reading.events import Final, WindowVerdict
 from raqa.reading.prompts import (

@@ -6,7 +6,7 @@ from raqa.config import RunSettings
 from raqa.evaluation import experiments, records
 from raqa.evaluation.positives import PositiveIndex
 from raqa.evaluation.questions import QAItem
-from raqa.models.local import ScriptedBackend
+from raqa.models.scripted import ScriptedBackend
 from raqa.retrieval.corpus import Page
 from raqa.retrieval.index import BM25Index
 from raqa.web.figures_experiments import FIGURES, reader_comparison_figure

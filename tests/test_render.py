@@ -5,7 +5,7 @@ from html import escape
 import pytest
 
 from raqa.config import RunSettings
-from raqa.models.local import ScriptedBackend
+from raqa.models.scripted import ScriptedBackend
 from raqa.reading.engine import run
 from raqa.retrieval.corpus import Page
 from raqa.retrieval.index import BM25Index, Hit

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from raqa.config import AppConfig
-from raqa.models.local import ScriptedBackend
+from raqa.models.scripted import ScriptedBackend
 from raqa.ops.reliability import rss_mib, soak
 from raqa.retrieval.atomic import STALE_AFTER_S, replace_folder, sweep
 from raqa.retrieval.index import BM25Index, index_folder, load_or_build

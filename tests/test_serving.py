@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from raqa.config import AppConfig
-from raqa.models.local import ScriptedBackend
+from raqa.models.scripted import ScriptedBackend
 from raqa.ops.bench_timing import percentile
 from raqa.ops.reliability import DEFAULT_FORM, drive_sessions, serve, summarise
 from raqa.retrieval.corpus import Page

@@ -3,7 +3,7 @@
 import pytest
 
 from raqa.config import AppConfig
-from raqa.models.local import ScriptedBackend
+from raqa.models.scripted import ScriptedBackend
 from raqa.retrieval.corpus import Page
 from raqa.retrieval.index import BM25Index
 from raqa.service import Service
@@ -96,7 +96,7 @@ def test_an_unexpected_error_ends_the_run_with_a_message(service, monkeypatch):
 def test_configured_endpoints_are_offered_as_readers(tmp_path, tiny_pages):
     import json
 
-    from raqa.models.local import ModelError
+    from raqa.models.base import ModelError
 
     endpoints = tmp_path / "endpoints.json"
     endpoints.write_text(

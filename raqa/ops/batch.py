@@ -25,7 +25,7 @@ from typing import IO, Protocol
 
 from raqa.config import RunSettings
 from raqa.evaluation.metrics import exact_match, f1
-from raqa.models.local import Backend
+from raqa.models.base import Backend
 from raqa.reading.events import Final, to_json
 from raqa.retrieval.index import BM25Index
 

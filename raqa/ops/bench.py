@@ -31,7 +31,8 @@ from typing import NamedTuple
 
 from raqa.config import AppConfig
 from raqa.evaluation.questions import QuestionsError, load_questions
-from raqa.models.local import ModelError, TransformersBackend
+from raqa.models.base import ModelError
+from raqa.models.local import TransformersBackend
 from raqa.ops.bench_measure import (
     MATMUL_SIZE,
     SEARCH_K,

@@ -14,7 +14,7 @@ from collections import deque
 from collections.abc import Iterator, Sequence
 
 from raqa.config import RunSettings
-from raqa.models.local import Backend, Choice, ModelError, ReplyPlan, Step, Usage
+from raqa.models.base import Backend, Choice, ModelError, ReplyPlan, Step, Usage
 from raqa.reading import grounding
 from raqa.reading.events import (
     Final,

@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from raqa.config import ASSETS_DIR
-from raqa.models.local import ModelError, TransformersBackend, defuse_special_tokens
+from raqa.models.base import ModelError
+from raqa.models.local import TransformersBackend, defuse_special_tokens
 from raqa.when_to_retrieve.policies import ADAPTERS, RET, Messages
 
 ADAPT_DIR = ASSETS_DIR / "adapt"
