@@ -113,6 +113,8 @@ def test_json_record_is_serialisable():
     assert payload["command"] == "python -m raqa bench --queries 500 --token-questions 50 --out b.json"
     assert payload["retrieval"]["speedup"] == 50.0 and payload["tokens"]["ratio"] == 0.35
     assert {"cpu_count", "platform", "torch_threads"} <= payload["machine"].keys()
+    assert {"code_version", "date", "load_average_before"} <= payload.keys()
+    assert payload["code_version"].startswith("raqa ")
     assert json.loads(text)["first_verdict"]["max"] == 5.0
 
 

@@ -72,3 +72,11 @@ def test_scale_bench_command_measures_a_generated_corpus(tmp_path, monkeypatch) 
     assert result["kilt_extrapolation"]["pages"] == 5_900_000 and result["kilt_extrapolation"]["build_hours"] > 0
     lines = (tmp_path / "w" / "generated-600.jsonl").read_text().splitlines()
     assert len(lines) == 600 and len({json.loads(line)["id"] for line in lines}) == 600
+
+
+def test_scale_record_carries_the_shared_provenance() -> None:
+    from raqa.ops import scale
+
+    record = scale.record("python -m raqa scale-bench --pages 600", {"pages": 600})
+    assert list(record)[:3] == ["measurement", "command", "results"] and record["results"] == {"pages": 600}
+    assert {"code_version", "created", "machine", "load_average_before"} <= record.keys()

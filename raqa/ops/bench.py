@@ -19,9 +19,6 @@ the timing helpers in bench_timing.py; this module runs them in order and report
 from __future__ import annotations
 
 import argparse
-import datetime
-import json
-import os
 import platform
 import sys
 from collections.abc import Sequence
@@ -31,6 +28,7 @@ from typing import NamedTuple
 
 from raqa.config import AppConfig
 from raqa.evaluation.questions import QuestionsError, load_questions
+from raqa.evaluation.records import provenance, write_json
 from raqa.models.base import ModelError
 from raqa.models.local import TransformersBackend
 from raqa.ops.bench_measure import (
@@ -161,14 +159,15 @@ def format_table(rows: Sequence[Row]) -> str:
     return "\n".join(lines)
 
 
-def machine() -> dict:
+def machine(about: dict) -> dict:
+    """bench.json's machine fields: the shared provenance's (under bench.json's own names) plus torch's."""
     import torch
 
     return {
-        "cpu_count": os.cpu_count(),
-        "platform": platform.platform(),
+        "cpu_count": about["machine"]["cpus"],
+        "platform": about["machine"]["platform"],
         "processor": platform.processor() or platform.machine(),
-        "python": platform.python_version(),
+        "python": about["machine"]["python"],
         "torch": torch.__version__,
         "torch_threads": torch.get_num_threads(),
     }
@@ -182,8 +181,11 @@ def command(args: argparse.Namespace) -> str:
     return " ".join(parts)
 
 
-def to_json(args: argparse.Namespace, r: BenchResults, corpus: str, model: str) -> dict:
-    """Everything measured, with the command and the machine, ready for json.dumps."""
+def to_json(args: argparse.Namespace, r: BenchResults, corpus: str, model: str, about: dict | None = None) -> dict:
+    """Everything measured, with the command and the provenance (records.provenance(), taken before the run;
+    now if not given), ready for json.dumps. bench.json keeps its own names: "date" for "created",
+    "cpu_count" for "cpus"."""
+    about = about or provenance()
 
     def record(result: NamedTuple | None, **extra: object) -> dict | None:
         return None if result is None else {**result._asdict(), **extra}
@@ -191,8 +193,10 @@ def to_json(args: argparse.Namespace, r: BenchResults, corpus: str, model: str) 
     t = r.throughput
     return {
         "command": command(args),
-        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "machine": {**machine(), "others_cpu_share": r.others_cpu},
+        "code_version": about["code_version"],
+        "date": about["created"],
+        "load_average_before": about["load_average_before"],
+        "machine": {**machine(about), "others_cpu_share": r.others_cpu},
         "corpus": corpus,
         "model": model,
         "index": record(r.index),
@@ -266,6 +270,7 @@ def main(args: argparse.Namespace) -> int:
         print(f"error: {problem}", file=sys.stderr)
         return 2
     config = AppConfig.from_env(corpus=args.corpus, model=args.model, adapter=args.adapter, cache_dir=args.cache)
+    about = provenance()
     try:
         results, corpus, model = run_bench(args, config)
     except (CorpusError, ModelError, QuestionsError) as e:
@@ -278,8 +283,5 @@ def main(args: argparse.Namespace) -> int:
     for note in notes(results):
         print(f"Note: {note}")
     if args.out:
-        out = Path(args.out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(to_json(args, results, corpus, model), indent=2, ensure_ascii=False) + "\n")
-        say(f"Wrote {out}")
+        say(f"Wrote {write_json(Path(args.out), to_json(args, results, corpus, model, about))}")
     return 0

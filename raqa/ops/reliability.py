@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from raqa.evaluation.records import provenance
 from raqa.ops.bench_timing import percentile
 from raqa.service import Service
 
@@ -166,21 +167,13 @@ def own_run_check(service: Service, results: Sequence[SessionResult], k: int) ->
 
 
 def record(kind: str, command: str, service: Service, results: dict) -> dict:
-    """A result file's content: what was measured, by which command, on what model, corpus and machine."""
-    import os
-    import platform
-    from datetime import UTC, datetime
-
-    from raqa.evaluation.records import code_version
-
+    """A result file's content: what was measured, by which command, on what model and corpus, with the shared
+    provenance (code version, date, machine, load average)."""
     return {
         "measurement": kind,
         "command": command,
         "model": service.backend.name if service.backend else None,
         "corpus": f"{service.corpus_label} ({len(service.pages):,} pages)",
-        "code_version": code_version(),
-        "created": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()},
-        "load_average_before": os.getloadavg()[0],
+        **provenance(),
         "results": results,
     }

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from raqa.evaluation.records import provenance
 from raqa.ops.bench_timing import percentile
 
 
@@ -126,3 +127,8 @@ def extrapolate(result: dict, target_pages: int, tokens_per_page: float) -> dict
         "note": "linear in postings; the peak memory of the build does not grow with the corpus beyond 16 bytes "
         "a page (lengths and offsets) plus the vocabulary",
     }
+
+
+def record(command: str, results: dict) -> dict:
+    """scale.json's content: the measurement, its command and results, and the shared provenance."""
+    return {"measurement": "scale", "command": command, "results": results, **provenance()}
