@@ -1,0 +1,213 @@
+"""Every experiment by name: what it runs, on how many questions, and what its record says made it.
+
+`EXPERIMENTS[name]` holds the runner (experiments.py does the work), the default limit, how many questions
+to draw per question or window kept, and whether it needs the model. `question_pool` draws the questions,
+`run` times the runner and assembles the record's provenance (`Run.about`), and the caller saves it with
+`records.write(name, dataset, run.results, run.about, out_dir)`. `when_to_retrieve` does the same for the
+When-to-retrieve evaluation (`python -m raqa eval-adapt`), whose record is named when_to_retrieve.
+
+Readers come from the service (`Service.reader`), so an experiment reads with exactly the backend and
+calibrated settings a page visitor or `ask --reader` would get. Left out here: parsing options, printing
+and progress bars (cli/), and the scoring itself (experiments.py, when_to_retrieve.py).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from raqa.config import RunSettings
+from raqa.evaluation import experiments, records
+from raqa.evaluation.positives import PositiveIndex
+from raqa.evaluation.questions import QAItem, load_questions
+
+Progress = Callable[[Iterable], Iterable]
+
+
+@dataclass(frozen=True)
+class Options:
+    """The command's choices an experiment may use (reader_comparison uses the last three)."""
+
+    seed: int = 0
+    reader: str = "abstain"  # the trained reader compared with the base model
+    questions: int = 25  # iterative runs per reading order
+    unanswerable: int = 30  # NQ test questions with no answer in the corpus
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What a runner gets: the loaded service, the drawn questions and the command's choices."""
+
+    service: object  # raqa.service.Service
+    pool: Sequence[QAItem]
+    positives: PositiveIndex
+    limit: int
+    options: Options
+    progress: Progress
+    base: RunSettings = RunSettings()
+
+
+@dataclass(frozen=True)
+class Experiment:
+    name: str
+    runner: Callable[[Inputs], dict]
+    limit: int  # questions, or windows / questions kept per kind, when --limit is not given
+    pool_factor: int = 1  # questions drawn per one kept (windows and unanswerable questions are rare)
+    needs_model: bool = True  # False: retrieval only, the model is not loaded
+    options: tuple[str, ...] = ()  # the Options fields it uses, repeated in its record's command
+
+
+@dataclass(frozen=True)
+class Run:
+    results: dict
+    about: dict  # command, sample, model, adapter, corpus, settings, seconds
+    seconds: float
+
+
+def _recall(i: Inputs) -> dict:
+    from raqa.retrieval.index import load_or_build
+
+    word = load_or_build(i.service.pages, i.service.config.cache_dir, tokenizer="word")
+    return experiments.recall(i.pool, {"wordpiece": i.service.index, "word": word}, i.positives, i.progress)
+
+
+def _topk_vs_iterative(i: Inputs) -> dict:
+    return experiments.topk_vs_iterative(i.pool, i.service.index, i.service.backend, i.base, i.progress)
+
+
+def _window_order(i: Inputs) -> dict:
+    return experiments.window_order(i.pool, i.service.index, i.service.backend, i.base, i.positives, i.progress)
+
+
+def _negative_windows(i: Inputs) -> dict:
+    s = i.service
+    return experiments.negative_windows(i.pool, s.index, s.backend, i.base, i.positives, i.limit, i.progress)
+
+
+def _unanswerable(i: Inputs) -> dict:
+    s = i.service
+    return experiments.unanswerable(i.pool, s.index, s.backend, i.base, i.positives, i.limit, i.progress)
+
+
+def _reader_comparison(i: Inputs) -> dict:
+    """The base model and a trained reader, each as the service serves it, on the same windows and questions.
+
+    Raises SettingsError (a ValueError) naming the readers when there is no such reader.
+    """
+    from raqa.reading.readers import BASE_READER
+
+    o = i.options
+    base_reader, base_backend = i.service.reader(BASE_READER.name)
+    reader, backend = i.service.reader(o.reader)
+    # unanswerable questions come from NQ test: more than half its answers are nowhere in the corpus
+    lost_pool = load_questions("nq", "test", o.unanswerable * 10, o.seed)
+    readers = {
+        base_reader.name: (base_backend, base_reader.settings(i.base), {"label": base_reader.label}),
+        reader.name: (
+            backend,
+            reader.settings(i.base),
+            {"label": reader.label, "adapter": f"assets/readers/{reader.name}"},
+        ),
+    }
+    return experiments.reader_comparison(
+        i.pool, lost_pool, i.service.index, readers, i.positives, i.limit, o.questions, o.unanswerable, i.progress
+    )
+
+
+EXPERIMENTS: dict[str, Experiment] = {
+    e.name: e
+    for e in (
+        Experiment("recall", _recall, 1000, needs_model=False),
+        Experiment("topk_vs_iterative", _topk_vs_iterative, 50),
+        Experiment("window_order", _window_order, 30),
+        Experiment("negative_windows", _negative_windows, 40, pool_factor=10),
+        Experiment("unanswerable", _unanswerable, 40, pool_factor=10),
+        Experiment(
+            "reader_comparison", _reader_comparison, 40, pool_factor=20, options=("reader", "questions", "unanswerable")
+        ),
+    )
+}
+
+
+def question_pool(experiment: Experiment, dataset: str, limit: int, seed: int) -> list[QAItem]:
+    """The seeded test questions the experiment draws from; QuestionsError when they cannot be read."""
+    return load_questions(dataset, "test", limit * experiment.pool_factor, seed)
+
+
+def command_line(experiment: Experiment, dataset: str, limit: int, options: Options) -> str:
+    """The command that reruns the experiment, as its record states it."""
+    line = f"python -m raqa experiment {experiment.name} --dataset {dataset} --limit {limit} --seed {options.seed}"
+    return line + "".join(f" --{name} {getattr(options, name)}" for name in experiment.options)
+
+
+def run(
+    experiment: Experiment,
+    service,
+    dataset: str,
+    pool: Sequence[QAItem],
+    limit: int,
+    options: Options,
+    progress: Progress,
+) -> Run:
+    """Run the experiment and say what made it; the runner's SettingsError, ModelError, QuestionsError pass."""
+    inputs = Inputs(service, pool, PositiveIndex(service.pages), limit, options, progress)
+    results, seconds = records.timed(experiment.runner, inputs)
+    about = {
+        "command": command_line(experiment, dataset, limit, options),
+        "sample": {"split": "test", "limit": limit, "seed": options.seed, "pool": len(pool)},
+        "model": service.backend.name if experiment.needs_model else None,
+        "adapter": f"assets/readers/{options.reader}" if "reader" in experiment.options else service.config.adapter,
+        "corpus": f"{service.corpus_label} ({len(service.pages):,} pages)",
+        "settings": experiments.settings_record(inputs.base),
+        "seconds": round(seconds, 1),
+    }
+    return Run(results, about, seconds)
+
+
+# -- When to retrieve (python -m raqa eval-adapt) ---------------------------------------------------------
+def when_to_retrieve(
+    sets: dict[str, Sequence[QAItem]],
+    popqa: Sequence | None,
+    model,
+    search: Callable,
+    folders: dict,
+    service,
+    about: dict,
+    bar: Callable[[str, int], object],
+) -> Run:
+    """NR-LLM, AR-LLM and Adapt-LLM on each question set, and the popularity baseline on PopQA if given.
+
+    about: the command and its sample (command, limit, seed, adapters); bar(label, total) is a context manager
+    with update(n), e.g. a tqdm bar.
+    """
+    from raqa.evaluation.when_to_retrieve import evaluate, popularity_baseline, summarise
+    from raqa.when_to_retrieve.model import adapter_card
+
+    start = time.perf_counter()
+    results: dict = {"datasets": {}, "rows": {}}
+    for dataset, items in sets.items():
+        with bar(f"eval-adapt {dataset}", len(items)) as shown:
+            rows = evaluate(items, model, search, lambda row, shown=shown: shown.update(1))
+        results["datasets"][dataset] = summarise(rows)
+        results["rows"][dataset] = rows
+    if popqa:
+        with bar("eval-adapt popqa", len(popqa)) as shown:
+            pop = popularity_baseline(popqa, model, search, about["seed"], lambda row: shown.update(1))
+        results["datasets"]["popqa"] = {**pop["summary"], "threshold": pop["threshold"], "dev_n": pop["dev_n"]}
+        results["rows"]["popqa"] = pop["rows"]
+    seconds = time.perf_counter() - start
+    results["adapters"] = {
+        name: {k: adapter_card(folder).get(k) for k in ("label", "command", "data", "training")}
+        for name, folder in folders.items()
+    }
+    provenance = {
+        "command": about["command"],
+        "sample": {"split": "test", "limit": about["limit"], "seed": about["seed"]},
+        "model": model.name,
+        "adapter": about["adapters"],
+        "corpus": f"{service.corpus_label} ({len(service.pages):,} pages)",
+        "settings": {"retrieval": "BM25 top 1 page, cut to 160 tokens", "decoding": "greedy, at most 32 tokens"},
+        "seconds": round(seconds, 1),
+    }
+    return Run(results, provenance, seconds)
