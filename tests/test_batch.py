@@ -19,7 +19,7 @@ from types import SimpleNamespace
 import pytest
 from fault_server import FaultServer, Reply, streamed
 
-from raqa.__main__ import main
+from raqa.cli import main
 from raqa.config import AppConfig
 from raqa.evaluation import questions
 from raqa.evaluation.questions import QAItem

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from raqa.__main__ import main
+from raqa.cli import main
 from raqa.config import AppConfig
 from raqa.models.scripted import ScriptedBackend
 from raqa.retrieval.corpus import Page

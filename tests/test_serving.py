@@ -250,13 +250,13 @@ def test_session_threads_do_not_leak(server):
 @pytest.fixture
 def cli_on_the_serving_corpus(monkeypatch, backend, cache):
     """`python -m raqa load-test/soak` on the serving corpus and scripted model, with animal questions."""
-    import raqa.__main__ as cli
+    from raqa.cli import main, ops
 
     pages = _pages()
     service = Service(AppConfig(cache_dir=cache), pages, BM25Index.build(pages), backend, "serving test corpus", {})
     monkeypatch.setattr(Service, "load", classmethod(lambda cls, config, **kwargs: service))
-    monkeypatch.setattr(cli, "_sample_questions", lambda count, seed: [_question(i) for i in range(count)])
-    return cli.main
+    monkeypatch.setattr(ops, "sample_questions", lambda count, seed: [_question(i) for i in range(count)])
+    return main
 
 
 def test_load_test_command_writes_its_measurements(cli_on_the_serving_corpus, tmp_path):

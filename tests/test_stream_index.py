@@ -56,12 +56,12 @@ def test_an_empty_page_and_a_page_without_tokens_are_indexed(tmp_path) -> None:
 def test_scale_bench_command_measures_a_generated_corpus(tmp_path, monkeypatch) -> None:
     import json
 
-    import raqa.__main__ as cli
+    from raqa.cli import main, ops
 
-    monkeypatch.setattr(cli, "_sample_questions", lambda count, seed: ["Who painted the Mona Lisa?"] * count)
+    monkeypatch.setattr(ops, "sample_questions", lambda count, seed: ["Who painted the Mona Lisa?"] * count)
     out = tmp_path / "scale.json"
     assert (
-        cli.main(["scale-bench", "--pages", "600", "--queries", "5", "--work", str(tmp_path / "w"), "--out", str(out)])
+        main(["scale-bench", "--pages", "600", "--queries", "5", "--work", str(tmp_path / "w"), "--out", str(out)])
         == 0
     )
     record = json.loads(out.read_text())

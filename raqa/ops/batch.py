@@ -17,17 +17,18 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import IO, Protocol
+from typing import IO, TYPE_CHECKING, Protocol
 
-from raqa.config import RunSettings
 from raqa.evaluation.metrics import exact_match, f1
-from raqa.models.base import Backend
-from raqa.reading.events import Final, to_json
-from raqa.retrieval.index import BM25Index
+from raqa.reading.events import Final, RunEvent, to_json
+
+if TYPE_CHECKING:
+    from raqa.service import RunPlan
 
 
 class HasId(Protocol):
@@ -177,18 +178,20 @@ def _pooled(items: Sequence[HasId], work: Callable, concurrency: int) -> Iterato
         pool.shutdown(wait=False, cancel_futures=True)
 
 
-def question_work(index: BM25Index, backend: Backend, settings: RunSettings) -> Callable:
-    """The work for one QAItem: a run through engine.run, its last event, and EM/F1 against the gold answers."""
-    from raqa.reading.engine import run_to_final
+def question_work(plan: Callable[[str], RunPlan], events: Callable[[RunPlan], Iterable[RunEvent]]) -> Callable:
+    """The work for one QAItem: the run `plan(question)` decides (Service.plan, as the page and `ask` make it),
+    streamed by `events` (Service.events), its last event, and EM/F1 against the gold answers."""
 
     def work(item) -> dict:
-        last = run_to_final(item.question, index, backend, settings)
+        chosen = plan(item.question)
+        (last,) = deque(events(chosen), maxlen=1)
         answer = last.answer if isinstance(last, Final) else None
         return {
             "question": item.question,
             "answers": list(item.answers),
-            "model": backend.name,
-            "settings": asdict(settings),
+            "model": chosen.backend.name,
+            "reader": chosen.reader.name,
+            "settings": asdict(chosen.settings),
             "result": to_json(last),
             "em": exact_match(answer, item.answers),
             "f1": round(f1(answer, item.answers), 4),

@@ -1,0 +1,152 @@
+"""`ask`, `route` and `batch`: questions answered through the service, as the page answers them.
+
+`ask` and `batch` turn their options into a run with `Service.plan` and stream it with `Service.events`, the
+two calls the page makes, so the same choices give the same events everywhere. `route` asks
+`Service.decide` for each When-to-retrieve policy. Exit status: 0 on a run (even one ending in RunFailed),
+2 on bad input (before anything loads where it can be checked without loading), batch 1 when a question's
+work failed (rerun to retry it).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from raqa.cli.output import error, print_human, print_json, progress_line, say
+from raqa.cli.parser import app_config
+from raqa.config import SettingsError, clean_question, validate_settings
+from raqa.models.local import ModelError
+from raqa.retrieval.corpus import CorpusError
+
+ENDPOINT_PREFIX = "endpoint:"
+LOAD_ERRORS = (CorpusError, ModelError, ValueError)  # ValueError: SettingsError, a bad RAQA_POP_THRESHOLD
+
+
+def check_endpoint(reader: str | None, config) -> None:
+    """For endpoint:NAME, that NAME is in the RAQA_ENDPOINTS file; ValueError listing the names if not."""
+    if reader is None or not reader.startswith(ENDPOINT_PREFIX):
+        return
+    from raqa.models.endpoints_file import ENDPOINTS_ENV, load_endpoints
+
+    name = reader.removeprefix(ENDPOINT_PREFIX)
+    names = [c.name for c in load_endpoints(config.endpoints)] if config.endpoints else []
+    if name not in names:
+        listed = ", ".join(names) if names else f"none ({ENDPOINTS_ENV} is not set)"
+        raise ValueError(f"Invalid endpoint: {name!r}. Choose from: {listed}.")
+
+
+def load_service(config, reader: str | None):
+    """The service for a run with this reader; a model server's reader leaves the local model unloaded."""
+    from raqa.service import Service
+
+    on_server = reader is not None and reader.startswith(ENDPOINT_PREFIX)
+    return Service.load(config, progress=say, load_model=not on_server)
+
+
+def cmd_ask(args: argparse.Namespace) -> int:
+    try:  # everything that can be checked without loading
+        clean_question(args.question)
+        validate_settings(args.strategy, args.order, args.window, args.k, args.grounded_only, args.rationale)
+        config = app_config(args)
+        check_endpoint(args.reader, config)
+    except ValueError as e:
+        return error(e)
+    try:
+        service = load_service(config, args.reader)
+        plan = service.plan(
+            args.question,
+            args.strategy,
+            args.order,
+            args.window,
+            args.k,
+            args.grounded_only,
+            args.rationale,
+            args.reader,
+        )
+    except LOAD_ERRORS as e:
+        return error(e)
+    show = print_json if args.json else print_human
+    for event in service.events(plan):
+        show(event)
+    return 0
+
+
+def cmd_route(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from raqa.models.local import TransformersBackend
+    from raqa.service import Service
+    from raqa.when_to_retrieve.model import ADAPT_DIR, adapter_dirs, load_adapt_model
+
+    folder = Path(args.adapters)
+    try:
+        question = clean_question(args.question)
+        adapter_dirs(folder)  # names what is missing, before anything loads
+        # the adapters were trained on the embedded model: RAQA_MODEL / RAQA_ADAPTER do not apply here
+        config = replace(app_config(args), model=None, adapter=None)
+        service = Service.load(config, progress=say)
+        if folder.resolve() != ADAPT_DIR.resolve() or not service.has_adapt_model():
+            base = service.backend if isinstance(service.backend, TransformersBackend) else None
+            service.adapt = load_adapt_model(service.config.cache_dir, folder, say, base=base)
+        for policy in args.policies:
+            for event in service.decide(question, policy):
+                print_json(event)
+    except (SettingsError, *LOAD_ERRORS) as e:
+        return error(e)
+    return 0
+
+
+def batch_reader(args: argparse.Namespace) -> str | None:
+    """--reader, or --endpoint NAME as endpoint:NAME; ValueError when both name different readers."""
+    if args.endpoint is None:
+        return args.reader
+    reader = ENDPOINT_PREFIX + args.endpoint
+    if args.reader is not None and args.reader != reader:
+        raise ValueError(f"--endpoint {args.endpoint} means --reader {reader}; give one of them, not both.")
+    return reader
+
+
+def cmd_batch(args: argparse.Namespace) -> int:
+    """Iterative prompting over a question set, resumable: one JSONL line per question as it finishes."""
+    from raqa.evaluation.questions import QuestionsError, load_questions
+    from raqa.models.local import TransformersBackend
+    from raqa.ops.batch import BatchError, question_work, run_batch, summarise
+
+    if not 1 <= args.concurrency <= 256:
+        return error("--concurrency must be from 1 to 256.")
+    try:
+        validate_settings(args.strategy, args.order, args.window, args.k, args.grounded_only)
+        reader = batch_reader(args)
+        items = load_questions(args.dataset, args.split, args.limit, args.seed)
+        config = app_config(args)
+        check_endpoint(reader, config)
+        service = load_service(config, reader)
+        _, backend = service.reader(reader)  # an unknown reader stops here, listing the readers
+    except (QuestionsError, *LOAD_ERRORS) as e:
+        return error(e)
+
+    def plan(question: str):
+        """Each question's run, decided as `ask` and the page decide it."""
+        return service.plan(question, args.strategy, args.order, args.window, args.k, args.grounded_only, False, reader)
+
+    concurrency = args.concurrency
+    if isinstance(backend, TransformersBackend) and concurrency > 1:
+        # the local model computes on this machine's cores: parallel runs only compete for them
+        say("Note: the local model reads one question at a time; --concurrency applies to --endpoint.")
+        concurrency = 1
+    try:
+        result = run_batch(
+            items, question_work(plan, service.events), args.out, concurrency, progress_line("questions done")
+        )
+    except BatchError as e:
+        return error(e)
+    for item_id, message in result.errors.items():
+        say(f"failed (rerun to retry): {item_id}: {message}")
+    totals = summarise(args.out, [item.id for item in items])
+    print(
+        f"{totals['questions']}/{result.total} questions in {args.out} ({result.skipped} from before, "
+        f"{result.written} now, {len(result.errors)} failed): answered {totals['answered']}, "
+        f"abstained {totals['abstained']}, run failed {totals['run_failed']}; "
+        f"EM {totals['em']:.3f}, F1 {totals['f1']:.3f}"
+    )
+    return 1 if result.errors else 0

@@ -1,0 +1,72 @@
+"""`experiment NAME` and `eval-adapt`: parse, load, hand over to evaluation.registry, write the record.
+
+Exit status: 0 when the record is written, 2 on bad input (unknown reader, unreadable questions, missing
+adapters or corpus) before anything is measured.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from raqa.cli.output import counter_bar, error, progress_bar, say
+from raqa.cli.parser import app_config
+from raqa.evaluation import records, registry
+from raqa.models.local import ModelError
+from raqa.retrieval.corpus import CorpusError
+
+
+def _out_dir(args: argparse.Namespace) -> Path:
+    return Path(args.out) if args.out else records.RESULTS_DIR
+
+
+def cmd_experiment(args: argparse.Namespace) -> int:
+    from raqa.evaluation.questions import QuestionsError
+    from raqa.service import Service
+
+    experiment = registry.EXPERIMENTS[args.name]
+    limit = args.limit or experiment.limit
+    options = registry.Options(args.seed, args.reader, args.questions, args.unanswerable)
+    try:
+        pool = registry.question_pool(experiment, args.dataset, limit, args.seed)
+        service = Service.load(app_config(args), progress=say, load_model=experiment.needs_model)
+    except (QuestionsError, CorpusError, ModelError, ValueError) as e:
+        return error(e)
+    try:
+        run = registry.run(experiment, service, args.dataset, pool, limit, options, progress_bar(experiment.name))
+    except (QuestionsError, ModelError, ValueError) as e:  # ValueError: SettingsError (no such reader)
+        return error(e)
+    path = records.write(experiment.name, args.dataset, run.results, run.about, _out_dir(args))
+    say(f"wrote {path} in {run.seconds:.0f} s")
+    return 0
+
+
+def cmd_eval_adapt(args: argparse.Namespace) -> int:
+    from raqa.evaluation.questions import QuestionsError, load_questions
+    from raqa.service import Service
+    from raqa.when_to_retrieve.model import adapter_dirs, load_adapt_model
+    from raqa.when_to_retrieve.popularity import PopularityError, load_popqa
+
+    try:
+        if args.limit < 1:
+            raise ValueError(f"--limit must be 1 or more, got {args.limit}.")
+        sets = {d: load_questions(d, "test", args.limit, args.seed) for d in args.datasets}
+        popqa = load_popqa(args.popqa, args.limit) if args.popqa else None
+        folders = adapter_dirs(Path(args.adapters))
+        service = Service.load(app_config(args), progress=say, load_model=False)
+        model = load_adapt_model(service.config.cache_dir, Path(args.adapters), say)
+    except (ValueError, QuestionsError, PopularityError, CorpusError, ModelError) as e:
+        return error(e)
+    command = (
+        f"python -m raqa eval-adapt --datasets {','.join(args.datasets)} --limit {args.limit} --seed {args.seed} "
+        f"--adapters {args.adapters}" + (f" --popqa {args.popqa}" if args.popqa else "")
+    )
+    about = {"command": command, "limit": args.limit, "seed": args.seed, "adapters": args.adapters}
+    run = registry.when_to_retrieve(sets, popqa, model, service.top_page, folders, service, about, counter_bar)
+    dataset_label = "+".join(args.datasets) + ("+popqa" if popqa else "")
+    path = records.write("when_to_retrieve", dataset_label, run.results, run.about, _out_dir(args))
+    for dataset, summary in run.results["datasets"].items():
+        line = {p: round(v["accuracy"]["value"], 3) for p, v in summary["policies"].items()}
+        say(f"{dataset} (n={summary['n']}): accuracy {line}, <RET> rate {summary['ret_rate']['value']:.1%}")
+    say(f"wrote {path} in {run.seconds:.0f} s")
+    return 0

@@ -1,0 +1,97 @@
+"""What the commands print: a run's events for a person or as JSON lines, progress lines, JSON records.
+
+Results go to stdout (the answer, the JSON events, a command's summary); everything a person watches while
+waiting (loading, windows, progress, notes) goes to stderr, so `... --json > events.jsonl` keeps only data.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from raqa.evaluation import records
+from raqa.reading.events import (
+    Final,
+    Notice,
+    ReplyDelta,
+    Retrieved,
+    RunFailed,
+    WindowStarted,
+    WindowVerdict,
+    to_json,
+)
+
+
+def say(message: str) -> None:
+    """A line for the person at the terminal (stderr), e.g. loading progress."""
+    print(message, file=sys.stderr)
+
+
+def error(message: object) -> int:
+    """Print `error: message` and return the exit status for bad input (2)."""
+    print(f"error: {message}", file=sys.stderr)
+    return 2
+
+
+def print_json(event) -> None:
+    """One event (a run's or a policy's) as one JSON line on stdout."""
+    print(json.dumps(to_json(event), ensure_ascii=False), flush=True)
+
+
+def print_human(event) -> None:
+    """One run event as a person reads it: the answer on stdout, the windows and counts on stderr."""
+    if isinstance(event, Retrieved):
+        print(f"Retrieved {len(event.hits)} pages in {event.seconds * 1000:.1f} ms", file=sys.stderr)
+    elif isinstance(event, Notice):
+        print(f"Note: {event.message}", file=sys.stderr)
+    elif isinstance(event, WindowStarted):
+        pages = ", ".join(f"#{h.rank} {h.page.title} [{h.page.id}]" for h in event.hits)
+        print(f"\nWindow {event.window}/{event.of}: {pages}", file=sys.stderr)
+    elif isinstance(event, ReplyDelta):
+        print(event.text, end="", flush=True, file=sys.stderr)
+    elif isinstance(event, WindowVerdict):
+        confidence = f" (P(answer)={event.p_answer:.2f})" if event.p_answer is not None else ""
+        note = f" - {event.grounding.note}" if event.grounding else ""
+        print(f"\n=> {event.verdict}{confidence}{note}", file=sys.stderr)
+    elif isinstance(event, Final):
+        shown = event.answer if event.answer is not None else "answer not found"
+        flag = " (unsupported by its page)" if event.supported is False else ""
+        print(f"\n{shown}{flag}")
+        print(
+            f"windows {event.windows_read}, pages {event.pages_read}, prompt tokens {event.prompt_tokens} "
+            f"(Top-K would use {event.topk_prompt_tokens}), completion tokens {event.completion_tokens}, "
+            f"{event.seconds:.1f} s",
+            file=sys.stderr,
+        )
+    elif isinstance(event, RunFailed):
+        print(f"Run failed: {event.message}", file=sys.stderr)
+
+
+def progress_line(label: str):
+    """progress(done, total) that rewrites one stderr line, ending it when done reaches total."""
+
+    def show(done: int, total: int) -> None:
+        print(f"\r{label}: {done}/{total}", end="\n" if done == total else "", file=sys.stderr, flush=True)
+
+    return show
+
+
+def progress_bar(label: str):
+    """progress(items) for the experiments: a tqdm bar on stderr over the items."""
+    from tqdm import tqdm
+
+    return lambda items: tqdm(items, desc=label, file=sys.stderr)
+
+
+def counter_bar(label: str, total: int):
+    """A tqdm bar of a known total on stderr (use as a context manager; .update(1) per item)."""
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=label, file=sys.stderr)
+
+
+def write_json(path: str | Path, record: dict) -> None:
+    """Write a measurement's record (atomically, as every record is) and say where."""
+    out = records.write_json(Path(path), record)
+    say(f"wrote {out}")

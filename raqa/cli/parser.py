@@ -1,0 +1,238 @@
+"""The command line's grammar: every verb, its options and defaults, and the option helpers they share.
+
+Each verb names its command function as "module:function" under raqa.cli; the module is imported only when
+that verb runs, so `python -m raqa --help` and `ask` load nothing they do not use.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+
+from raqa.config import AppConfig
+from raqa.evaluation.registry import EXPERIMENTS
+
+DATASETS = ["nq", "triviaqa", "squad"]
+ADAPT_DATASETS = ("nq", "triviaqa")
+
+
+def add_model_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--corpus", help="JSONL or KILT corpus file (default: embedded Wikipedia; env RAQA_CORPUS)")
+    parser.add_argument(
+        "--model", help="HF model id, local folder or .gguf file (default: embedded SmolLM2; env RAQA_MODEL)"
+    )
+    parser.add_argument("--adapter", help="peft adapter folder (env RAQA_ADAPTER)")
+    parser.add_argument("--cache", help="cache folder for the index and model (env RAQA_CACHE)")
+
+
+def add_corpus_options(parser: argparse.ArgumentParser) -> None:
+    """--corpus and --cache only: for verbs whose model is fixed (the adapters were trained on the embedded one)."""
+    parser.add_argument("--corpus", help="JSONL or KILT corpus file (default: embedded Wikipedia; env RAQA_CORPUS)")
+    parser.add_argument("--cache", help="cache folder for the index and model (env RAQA_CACHE)")
+    parser.set_defaults(model=None, adapter=None)
+
+
+def add_run_options(parser: argparse.ArgumentParser) -> None:
+    """How one question is read; validated by the service (config.validate_settings), not by argparse."""
+    parser.add_argument("--strategy", default="iterative", help="iterative | topk")
+    parser.add_argument("--order", default="forward", help="forward | backward")
+    parser.add_argument("--window", default=3, help="pages per window, 1-20")
+    parser.add_argument("--k", default=15, help="pages retrieved, 5-100")
+    parser.add_argument("--grounded-only", action="store_true", help="count unsupported answers as declines")
+
+
+def add_reader_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--reader",
+        help="base, a trained reader's folder name under assets/readers, or endpoint:NAME from RAQA_ENDPOINTS "
+        "(default: env RAQA_READER, else base)",
+    )
+
+
+def app_config(args: argparse.Namespace) -> AppConfig:
+    """What to load: the options given, else the RAQA_* variables; ValueError for a bad RAQA_POP_THRESHOLD."""
+    return AppConfig.from_env(corpus=args.corpus, model=args.model, adapter=args.adapter, cache_dir=args.cache)
+
+
+def policy_list(text: str) -> list[str]:
+    from raqa.when_to_retrieve.policies import POLICIES
+
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    bad = [n for n in names if n not in POLICIES]
+    if not names or bad:
+        raise argparse.ArgumentTypeError(f"invalid policies {text!r}: choose from {', '.join(POLICIES)}")
+    return names
+
+
+def dataset_list(text: str) -> list[str]:
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    bad = [n for n in names if n not in ADAPT_DATASETS]
+    if not names or bad:
+        raise argparse.ArgumentTypeError(f"invalid datasets {text!r}: choose from nq, triviaqa (comma-separated)")
+    return names
+
+
+def command(target: str):
+    """The command function "module:function" under raqa.cli, imported when it is called."""
+    module, name = target.split(":")
+
+    def call(args: argparse.Namespace) -> int:
+        return getattr(importlib.import_module(f"raqa.cli.{module}"), name)(args)
+
+    call.target = target  # type: ignore[attr-defined]
+    return call
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m raqa", description="Retrieval-augmented QA that admits ignorance.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    # in the order `--help` has always listed them
+    verbs = (_ask, _bench, _experiment, _train_reader, _route, _train_adapt, _eval_adapt, _load_test, _soak, _batch)
+    for add in (*verbs, _scale_bench):
+        add(sub)
+    return parser
+
+
+def _ask(sub) -> None:
+    ask = sub.add_parser("ask", help="answer one question, streaming each window")
+    ask.add_argument("question")
+    add_run_options(ask)
+    ask.add_argument("--rationale", action="store_true", help="ask for a reason on declined windows")
+    ask.add_argument("--json", action="store_true", help="one JSON object per event")
+    add_reader_option(ask)
+    add_model_options(ask)
+    ask.set_defaults(func=command("ask:cmd_ask"))
+
+
+def _route(sub) -> None:
+    route = sub.add_parser("route", help="When to retrieve: each policy's decision and answer, as JSON lines")
+    route.add_argument("question")
+    route.add_argument("--policies", type=policy_list, default=["never", "always", "adapt"], help="comma-separated")
+    route.add_argument("--adapters", default="assets/adapt", help="folder holding adapt/, never/ and always/")
+    add_corpus_options(route)
+    route.set_defaults(func=command("ask:cmd_route"))
+
+
+def _batch(sub) -> None:
+    batch = sub.add_parser("batch", help="iterative prompting over a question set, resumable, N questions at once")
+    batch.add_argument("--dataset", default="nq", choices=DATASETS)
+    batch.add_argument("--split", default="test", choices=["test", "dev"])
+    batch.add_argument("--limit", type=int, help="questions (default: all)")
+    batch.add_argument("--seed", type=int, help="a seeded sample of --limit questions (default: the first ones)")
+    batch.add_argument("--concurrency", type=int, default=8, help="questions in flight at once (endpoints), 1-256")
+    batch.add_argument("--out", required=True, help="JSONL results; an existing file is resumed")
+    add_run_options(batch)
+    batch.add_argument(
+        "--endpoint",
+        help="a model server named in the RAQA_ENDPOINTS file (default: local model; = --reader endpoint:NAME)",
+    )
+    add_reader_option(batch)
+    add_model_options(batch)
+    batch.set_defaults(func=command("ask:cmd_batch"))
+
+
+def _experiment(sub) -> None:
+    experiment = sub.add_parser("experiment", help="rerun one of the paper's experiments and write its JSON")
+    experiment.add_argument("name", choices=list(EXPERIMENTS))
+    experiment.add_argument("--dataset", default="nq", choices=DATASETS)
+    experiment.add_argument(
+        "--limit", type=int, help="questions (recall, Top-K, windows) or windows/questions kept per kind"
+    )
+    experiment.add_argument("--seed", type=int, default=0)
+    experiment.add_argument("--out", help="folder for the JSON (default assets/results)")
+    experiment.add_argument("--reader", default="abstain", help="reader_comparison: the trained reader's folder name")
+    experiment.add_argument("--questions", type=int, default=25, help="reader_comparison: questions per reading order")
+    experiment.add_argument(
+        "--unanswerable", type=int, default=30, help="reader_comparison: NQ test questions with no answer in the corpus"
+    )
+    add_model_options(experiment)
+    experiment.set_defaults(func=command("experiments:cmd_experiment"))
+
+
+def _eval_adapt(sub) -> None:
+    evaluate = sub.add_parser("eval-adapt", help="NR-LLM, AR-LLM, Adapt-LLM (and popularity) on test questions")
+    evaluate.add_argument("--datasets", type=dataset_list, default=["nq", "triviaqa"], help="comma-separated")
+    evaluate.add_argument("--limit", type=int, default=200, help="test questions per dataset (seeded sample)")
+    evaluate.add_argument("--seed", type=int, default=0)
+    evaluate.add_argument("--adapters", default="assets/adapt", help="folder holding adapt/, never/ and always/")
+    evaluate.add_argument("--popqa", help="a PopQA-format TSV (question, possible_answers, s_pop): adds the baseline")
+    evaluate.add_argument("--out", help="folder for the result JSON (default assets/results)")
+    # the adapters were trained on the embedded model, so no other model or adapter is offered here
+    add_corpus_options(evaluate)
+    evaluate.set_defaults(func=command("experiments:cmd_eval_adapt"))
+
+
+def _lora_options(parser: argparse.ArgumentParser, epochs: int) -> None:
+    parser.add_argument("--epochs", type=int, default=epochs)
+    parser.add_argument("--lr", type=float, default=3e-4)
+    parser.add_argument("--rank", type=int, default=8)
+    parser.add_argument("--alpha", type=int, default=16)
+
+
+def _train_reader(sub) -> None:
+    train = sub.add_parser("train-reader", help="build dev-split windows, train the abstention-tuned LoRA reader")
+    train.add_argument("--limit", type=int, default=560, help="training windows, half positive, half negative")
+    _lora_options(train, epochs=1)
+    train.add_argument("--accumulation", type=int, default=4, help="windows per optimiser step")
+    train.add_argument("--verdict-weight", type=float, default=0.5, help="share of the loss on the first reply token")
+    train.add_argument("--page-tokens", type=int, default=200, help="pages cut to this many tokens in training")
+    train.add_argument("--calibration", type=int, default=20, help="held-out dev windows per kind and dataset")
+    train.add_argument("--seed", type=int, default=0)
+    train.add_argument("--out", default="assets/readers/abstain", help="folder for the adapter and its card")
+    train.add_argument("--cache", help="cache folder for the index and model (env RAQA_CACHE)")
+    train.set_defaults(func=command("train:cmd_train_reader"))
+
+
+def _train_adapt(sub) -> None:
+    adapt = sub.add_parser("train-adapt", help="label dev questions zero-shot; train Adapt-LLM, NR-LLM, AR-LLM")
+    adapt.add_argument("--limit", type=int, default=300, help="dev questions per dataset")
+    adapt.add_argument("--datasets", type=dataset_list, default=["nq", "triviaqa"], help="comma-separated")
+    _lora_options(adapt, epochs=3)
+    adapt.add_argument("--batch", type=int, default=128, help="examples per optimiser step (the paper's 128)")
+    adapt.add_argument("--micro-batch", type=int, default=8, help="examples per forward pass")
+    adapt.add_argument("--seed", type=int, default=0)
+    adapt.add_argument("--out", default="assets/adapt", help="folder for the three adapters and the data")
+    adapt.add_argument("--cache", help="cache folder for the index and model (env RAQA_CACHE)")
+    adapt.set_defaults(func=command("train:cmd_train_adapt"))
+
+
+def _bench(sub) -> None:
+    bench = sub.add_parser("bench", help="measure retrieval, model and first-verdict speed on this machine")
+    bench.add_argument("--queries", type=int, default=500, help="real questions for the retrieval latency")
+    bench.add_argument("--token-questions", type=int, default=50, help="questions for iterative vs Top-K tokens")
+    bench.add_argument("--out", help="write the results as JSON here too")
+    add_model_options(bench)
+    bench.set_defaults(func=command("ops:cmd_bench"))
+
+
+def _load_test(sub) -> None:
+    load = sub.add_parser("load-test", help="many sessions at once through the served page's API (real model)")
+    load.add_argument("--sessions", type=int, default=20)
+    load.add_argument("--window", type=int, default=3, help="the page's default")
+    load.add_argument("--k", type=int, default=15, help="the page's default")
+    load.add_argument("--seed", type=int, default=0)
+    load.add_argument("--out", default="assets/results/load-test.json")
+    add_model_options(load)
+    load.set_defaults(func=command("ops:cmd_load_test"))
+
+
+def _soak(sub) -> None:
+    soak = sub.add_parser("soak", help="memory over many consecutive runs through the page's generator")
+    soak.add_argument("--runs", type=int, default=200)
+    soak.add_argument("--questions", type=int, default=50, help="distinct NQ test questions, cycled")
+    soak.add_argument("--window", type=int, default=5)
+    soak.add_argument("--k", type=int, default=5)
+    soak.add_argument("--seed", type=int, default=0)
+    soak.add_argument("--out", default="assets/results/soak.json")
+    add_model_options(soak)
+    soak.set_defaults(func=command("ops:cmd_soak"))
+
+
+def _scale_bench(sub) -> None:
+    scale = sub.add_parser("scale-bench", help="index a generated corpus of many pages; time, memory, latency")
+    scale.add_argument("--pages", type=int, default=200_000)
+    scale.add_argument("--queries", type=int, default=500, help="NQ-open test questions timed")
+    scale.add_argument("--seed", type=int, default=0)
+    scale.add_argument("--work", help="folder for the generated corpus and its index (default: a temp folder)")
+    scale.add_argument("--out", help="write the measurements as JSON here")
+    scale.set_defaults(func=command("ops:cmd_scale_bench"))

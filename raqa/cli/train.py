@@ -1,0 +1,74 @@
+"""`train-reader` and `train-adapt`: check the numbers, then hand over to raqa.training (torch loads there).
+
+Each prints a short JSON summary on stdout; exit status 2 on bad input, before any data is built.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from raqa.cli.output import error, say
+
+
+def _cache(args: argparse.Namespace) -> Path:
+    from raqa.config import default_cache_dir
+
+    return Path(args.cache) if args.cache else default_cache_dir()
+
+
+def cmd_train_reader(args: argparse.Namespace) -> int:
+    from raqa.training.reader import LoraSettings, train_reader
+
+    if args.limit < 4 or args.epochs < 1 or args.calibration < 1 or not 0 <= args.verdict_weight <= 1:
+        return error("--limit must be at least 4, --epochs and --calibration at least 1, --verdict-weight from 0 to 1.")
+    settings = LoraSettings(
+        rank=args.rank,
+        alpha=args.alpha,
+        lr=args.lr,
+        epochs=args.epochs,
+        accumulation=args.accumulation,
+        verdict_weight=args.verdict_weight,
+        page_tokens=args.page_tokens,
+        seed=args.seed,
+    )
+    command = (
+        f"python -m raqa train-reader --limit {args.limit} --epochs {args.epochs} --lr {args.lr} --rank {args.rank} "
+        f"--alpha {args.alpha} --accumulation {args.accumulation} --verdict-weight {args.verdict_weight} "
+        f"--page-tokens {args.page_tokens} --calibration {args.calibration} --seed {args.seed} --out {args.out}"
+    )
+    card = train_reader(Path(args.out), args.limit, settings, _cache(args), command, args.calibration, say=say)
+    print(json.dumps({k: card[k] for k in ("answer_threshold", "calibration", "wall_seconds")}, indent=1))
+    return 0
+
+
+def cmd_train_adapt(args: argparse.Namespace) -> int:
+    from raqa.training.lora import LoraSettings
+    from raqa.training.when_to_retrieve import train_adapt
+
+    settings = LoraSettings(
+        rank=args.rank,
+        alpha=args.alpha,
+        lr=args.lr,
+        epochs=args.epochs,
+        batch=args.batch,
+        micro_batch=args.micro_batch,
+        seed=args.seed,
+    )
+    try:
+        if args.limit < 1:
+            raise ValueError(f"--limit must be 1 or more, got {args.limit}.")
+        settings.check()
+    except ValueError as e:
+        return error(e)
+    command = (
+        f"python -m raqa train-adapt --limit {args.limit} --datasets {','.join(args.datasets)} "
+        f"--epochs {args.epochs} --lr {args.lr} --rank {args.rank} --alpha {args.alpha} --batch {args.batch} "
+        f"--micro-batch {args.micro_batch} --seed {args.seed} --out {args.out}"
+    )
+    result = train_adapt(
+        Path(args.out), args.limit, settings, _cache(args), command, datasets=tuple(args.datasets), say=say
+    )
+    print(json.dumps({"wall_seconds": result["wall_seconds"], "data": result["data"]}, indent=1))
+    return 0
