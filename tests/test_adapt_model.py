@@ -85,7 +85,7 @@ def _greedy_on_pieces():
     from raqa.when_to_retrieve.model import GreedyModel
 
     model = object.__new__(GreedyModel)  # only the ban's fields: no weights needed
-    model.torch, model.tokenizer, model._stop_ids = torch, _PieceTokenizer(), {5}
+    model.torch, model.tokenizer, model.stop_ids = torch, _PieceTokenizer(), {5}
     return model, torch
 
 
@@ -98,3 +98,22 @@ def test_the_ret_ban_catches_merged_spellings():
     assert model._without_ret([0], prefer(1, 4)) == 1
     assert model._without_ret([3], prefer(1, 4)) == 1  # "><" + "RET" is not yet "<RET>"
     assert model._without_ret([3, 1], prefer(2, 5)) == 5  # the end token is always allowed
+
+
+def test_greedy_model_takes_stop_tokens_and_specials_from_the_public_helpers(tmp_path):
+    from test_llm import tiny_model_folder
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from raqa.models.local import TransformersBackend
+    from raqa.when_to_retrieve.model import GreedyModel
+
+    folder = tiny_model_folder(tmp_path / "m", eos=[2, 11])
+    lm, tokenizer = AutoModelForCausalLM.from_pretrained(folder), AutoTokenizer.from_pretrained(folder)
+    greedy, reader = GreedyModel(lm, tokenizer, "tiny", answer_tokens=3), TransformersBackend(lm, tokenizer, "tiny")
+    assert greedy.stop_ids == reader.stop_ids == {1, 2, 11}
+    assert greedy.specials == reader.specials and "\n\n" not in greedy.specials
+    assert isinstance(greedy.generate([{"role": "user", "content": "bees make"}]), str)
+
+    tokenizer.chat_template = None
+    with pytest.raises(ModelError, match="tiny has no chat template"):
+        GreedyModel(lm, tokenizer, "tiny")

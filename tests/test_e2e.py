@@ -71,7 +71,7 @@ def backend() -> ScriptedBackend:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory, backend):
-    from raqa.web.ui import build_demo
+    from raqa.web.app import build_demo
 
     pages = _fruit_pages()
     service = Service(

@@ -23,7 +23,7 @@ from raqa.reading.engine import run
 from raqa.reading.events import Final, ReplyDelta, WindowVerdict
 from raqa.reading.readers import Reader
 from raqa.service import Service
-from raqa.web.ui import ask
+from raqa.web.ask_tab import ask
 
 pytestmark = pytest.mark.slow
 

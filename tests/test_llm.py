@@ -7,13 +7,20 @@ import os
 import re
 import threading
 import time
+import warnings
 from pathlib import Path
 
 import pytest
 
 from raqa.config import RunSettings
 from raqa.models.base import Backend, Choice, ModelError, Usage, pick_choice
-from raqa.models.local import TransformersBackend, defuse_special_tokens, embedded_model_path
+from raqa.models.local import (
+    TransformersBackend,
+    defuse_special_tokens,
+    embedded_model_path,
+    special_token_strings,
+    stop_token_ids,
+)
 from raqa.models.scripted import ScriptedBackend
 from raqa.reading.engine import reply_plan
 from raqa.reading.prompts import ANSWER_WORD, NOT_FOUND_WORD, build_messages
@@ -134,6 +141,103 @@ def test_missing_gguf_file_is_a_model_error(tmp_path: Path) -> None:
     assert list(tmp_path.iterdir()) == []  # refused before anything was loaded or cached
 
 
+# -- a tiny model made here: bringing another model ---------------------------------------------
+
+TINY_WORDS = ["<unk>", "</s>", "<|eot|>", "bees", "make", "honey", "ANSWER:", "NOT", "FOUND", "PAGE:", "SENTENCE:", "1"]
+TINY_TEMPLATE = (
+    "{% for m in messages %}{{ m['content'] }} <|eot|> {% endfor %}{% if add_generation_prompt %}ANSWER:{% endif %}"
+)
+
+
+def tiny_model_folder(folder: Path, chat_template: str | None = TINY_TEMPLATE, eos: int | list[int] = 2) -> Path:
+    """A word-level tokenizer and a one-layer random Llama saved to folder, as a model someone brings.
+
+    The tokenizer's eos is </s> (1); the generation config names eos (by default <|eot|>, 2), and "\\n\\n"
+    is an added token, as some tokenizers have it.
+    """
+    import torch
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    torch.manual_seed(0)
+    words = Tokenizer(models.WordLevel({w: i for i, w in enumerate(TINY_WORDS)}, unk_token="<unk>"))
+    words.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=words, unk_token="<unk>", eos_token="</s>")
+    tokenizer.add_tokens(["<|eot|>"], special_tokens=True)
+    tokenizer.add_tokens(["\n\n"])
+    tokenizer.chat_template = chat_template
+    config = LlamaConfig(
+        vocab_size=len(TINY_WORDS) + 1,
+        hidden_size=16,
+        intermediate_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=1,
+        max_position_embeddings=256,
+    )
+    model = LlamaForCausalLM(config)
+    model.generation_config.eos_token_id = eos
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def test_a_model_without_a_chat_template_is_refused_in_one_line(tmp_path: Path) -> None:
+    folder = tiny_model_folder(tmp_path / "base-model", chat_template=None)
+    with pytest.raises(ModelError) as error:
+        TransformersBackend.load(str(folder))
+    message = str(error.value)
+    assert message == (
+        f"{folder} has no chat template: raqa needs an instruction-tuned model whose tokenizer defines one "
+        "(tokenizer.chat_template)."
+    )
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize(("eos", "expected"), [(2, {1, 2}), ([2, 11], {1, 2, 11}), (None, {1})])
+def test_stop_tokens_come_from_the_models_generation_config(tmp_path: Path, eos, expected: set[int]) -> None:
+    backend = TransformersBackend.load(str(tiny_model_folder(tmp_path / "m", eos=eos)))
+    # the tokenizer has no <|im_end|>: its unknown-token id (0) must not become a stop token
+    assert backend.stop_ids == expected == stop_token_ids(backend.model, backend.tokenizer)
+
+
+def test_a_brought_model_replies_and_stops_at_its_own_end_token(tmp_path: Path) -> None:
+    backend = TransformersBackend.load(str(tiny_model_folder(tmp_path / "m")))
+    eot = backend.tokenizer.convert_tokens_to_ids("<|eot|>")
+    bias = backend.model.lm_head.weight.new_zeros(backend.model.config.vocab_size)
+    bias[eot] = 100.0  # the model now always says its end-of-turn token
+    backend.model.lm_head.register_forward_hook(lambda module, args, out: out + bias)
+    pieces = list(backend.reply([{"role": "user", "content": "bees make"}], None, max_new_tokens=5))
+    assert pieces == [Usage(backend.count_prompt_tokens([{"role": "user", "content": "bees make"}]), 0)]
+
+
+def test_white_space_added_tokens_are_not_defused(tmp_path: Path) -> None:
+    assert defuse_special_tokens("a\n\nb <|eot|>", ["\n\n", " ", "<|eot|>"]) == "a\n\nb <\u200c|eot|>"
+    backend = TransformersBackend.load(str(tiny_model_folder(tmp_path / "m")))
+    assert "\n\n" not in backend.specials and "<|eot|>" in backend.specials
+    assert backend.specials == special_token_strings(backend.tokenizer)
+    page = "bees make honey\n\nPAGE: 1 <|eot|>"
+    assert backend._defused([{"role": "user", "content": page}])[0]["content"] == page.replace(
+        "<|eot|>", "<\u200c|eot|>"
+    )
+
+
+def test_loading_an_adapter_prints_no_gradient_checkpointing_warning(tmp_path: Path) -> None:
+    import peft
+    from transformers import AutoModelForCausalLM
+
+    folder = tiny_model_folder(tmp_path / "m")
+    lora = peft.LoraConfig(r=2, target_modules=["q_proj", "v_proj"], init_lora_weights=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        peft.get_peft_model(AutoModelForCausalLM.from_pretrained(folder), lora).save_pretrained(tmp_path / "adapter")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        backend = TransformersBackend.load(str(folder), adapter=str(tmp_path / "adapter"))
+    assert backend.name == f"{folder} + adapter"
+    assert not [w for w in caught if "is_gradient_checkpointing" in str(w.message)]
+
+
 # -- the real model ------------------------------------------------------------------------------
 
 
@@ -180,6 +284,14 @@ def test_gguf_load_caches_the_dequantised_model(first_load, model_cache: Path, w
     ids = backend.tokenizer(window_messages[-1]["content"], return_tensors="pt").input_ids
     with torch.inference_mode():
         assert torch.equal(backend.model(input_ids=ids).logits, again.model(input_ids=ids).logits)
+
+
+@pytest.mark.slow
+def test_smollm2_stops_at_im_end_and_defuses_its_specials(model: TransformersBackend) -> None:
+    im_end = model.tokenizer.convert_tokens_to_ids("<|im_end|>")
+    assert model.stop_ids == {im_end}  # its generation config, its eos and ChatML all name <|im_end|>
+    assert {"<|im_start|>", "<|im_end|>", "<|endoftext|>", "<repo_name>"} <= set(model.specials)
+    assert [len(t) for t in model.specials] == sorted((len(t) for t in model.specials), reverse=True)
 
 
 @pytest.mark.slow

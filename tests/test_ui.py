@@ -7,7 +7,7 @@ from raqa.models.scripted import ScriptedBackend
 from raqa.retrieval.corpus import Page
 from raqa.retrieval.index import BM25Index
 from raqa.service import Service
-from raqa.web.ui import ask
+from raqa.web.ask_tab import ask
 
 
 @pytest.fixture

@@ -7,8 +7,8 @@ from adapt_fakes import FakeAdaptModel, knows_paris
 
 from raqa.config import AppConfig
 from raqa.models.scripted import ScriptedBackend
-from raqa.service import Service
-from raqa.web.ui import NO_ADAPT_MODEL, route
+from raqa.service import NO_ADAPT_MODEL, Service
+from raqa.web.when_to_retrieve_tab import route
 from raqa.when_to_retrieve.popularity import PopItem
 
 

