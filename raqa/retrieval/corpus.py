@@ -54,6 +54,23 @@ def load_embedded() -> list[Page]:
     return pages
 
 
+def parse_line(path: Path, line_number: int, raw: bytes) -> dict | None:
+    """One line of a JSONL file as a JSON object; None for a blank line; CorpusError naming the line otherwise."""
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise CorpusError(f"{path}, line {line_number}: not UTF-8 text.") from None
+    if not line.strip():
+        return None
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as e:
+        raise CorpusError(f"{path}, line {line_number}: not valid JSON ({e.msg}).") from None
+    if not isinstance(record, dict):
+        raise CorpusError(f"{path}, line {line_number}: expected a JSON object, got {type(record).__name__}.")
+    return record
+
+
 def _json_lines(path: Path) -> Iterator[tuple[int, dict]]:
     try:
         f = path.open("rb")
@@ -63,19 +80,9 @@ def _json_lines(path: Path) -> Iterator[tuple[int, dict]]:
         raise CorpusError(f"{path}: cannot be read ({e.strerror}).") from None
     with f:
         for line_number, raw in enumerate(f, start=1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                raise CorpusError(f"{path}, line {line_number}: not UTF-8 text.") from None
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise CorpusError(f"{path}, line {line_number}: not valid JSON ({e.msg}).") from None
-            if not isinstance(record, dict):
-                raise CorpusError(f"{path}, line {line_number}: expected a JSON object, got {type(record).__name__}.")
-            yield line_number, record
+            record = parse_line(path, line_number, raw)
+            if record is not None:
+                yield line_number, record
 
 
 def _require_text(where: str, record: dict, key: str, expected: str) -> str:

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from raqa.retrieval.atomic import replace_folder
-from raqa.retrieval.corpus import CorpusError, Page, page_from_record, sniff_format
+from raqa.retrieval.corpus import CorpusError, Page, page_from_record, parse_line, sniff_format
 
 Progress = Callable[[str, float], None]
 
@@ -43,16 +43,9 @@ def scan(path: Path, fmt: str, progress: Progress) -> np.ndarray:
     with path.open("rb") as f:
         for line_number, raw in enumerate(f, start=1):
             start, position = position, position + len(raw)
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                raise CorpusError(f"{path}, line {line_number}: not UTF-8 text.") from None
-            if not line.strip():
+            record = parse_line(path, line_number, raw)
+            if record is None:
                 continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as e:
-                raise CorpusError(f"{path}, line {line_number}: not valid JSON ({e.msg}).") from None
             page = page_from_record(path, line_number, record, fmt)
             offsets.append(start)
             hashes.append(_id_hash(page.id))
