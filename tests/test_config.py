@@ -12,9 +12,11 @@ from raqa.config import (
     MAX_QUESTION_CHARS,
     AppConfig,
     RunSettings,
+    ServerConfig,
     SettingsError,
     clean_question,
     default_cache_dir,
+    secret,
     validate_settings,
 )
 
@@ -212,3 +214,50 @@ def test_app_config_overrides_win_unless_none(monkeypatch: pytest.MonkeyPatch, t
 def test_default_cache_dir_without_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("RAQA_CACHE", raising=False)
     assert default_cache_dir() == Path.home() / ".cache" / "raqa"
+
+
+SERVER_VARIABLES = ("GRADIO_SERVER_NAME", "GRADIO_SERVER_PORT", "PORT", "SPACE_ID")
+
+
+@pytest.mark.parametrize(
+    ("env", "name", "port"),
+    [
+        ({}, "0.0.0.0", 7860),
+        ({"PORT": "8080"}, "0.0.0.0", 8080),  # a host that only sets PORT
+        ({"GRADIO_SERVER_PORT": "9000"}, "0.0.0.0", None),  # Gradio reads its own variable
+        ({"GRADIO_SERVER_PORT": "9000", "PORT": "8080"}, "0.0.0.0", None),  # Gradio's variable wins over PORT
+        ({"GRADIO_SERVER_NAME": "127.0.0.1"}, None, 7860),
+        ({"GRADIO_SERVER_NAME": "127.0.0.1", "PORT": " 8081 "}, None, 8081),
+        ({"GRADIO_SERVER_NAME": "", "GRADIO_SERVER_PORT": "", "PORT": ""}, "0.0.0.0", 7860),  # empty = unset
+    ],
+)
+def test_server_config_leaves_gradios_variables_to_gradio(monkeypatch, env: dict, name, port) -> None:
+    for variable in SERVER_VARIABLES:
+        monkeypatch.delenv(variable, raising=False)
+    for variable, value in env.items():
+        monkeypatch.setenv(variable, value)
+    assert ServerConfig.from_env() == ServerConfig.from_env(env) == ServerConfig(name=name, port=port)
+
+
+@pytest.mark.parametrize("value", ["abc", "0", "65536", "-1", "80.5"])
+def test_a_bad_port_is_named(value: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(f"PORT must be a port number from 1 to 65535, got {value!r}.")):
+        ServerConfig.from_env({"PORT": value})
+
+
+def test_a_bad_port_is_ignored_when_gradio_has_its_own() -> None:
+    assert ServerConfig.from_env({"PORT": "abc", "GRADIO_SERVER_PORT": "9000"}).port is None
+
+
+def test_spaces_are_recognised_by_space_id() -> None:
+    assert ServerConfig.from_env({"SPACE_ID": "user/raqa"}).on_spaces
+    assert not ServerConfig.from_env({}).on_spaces
+
+
+def test_secrets_are_read_here(monkeypatch) -> None:
+    monkeypatch.setenv("RAQA_TEST_SECRET", "sk-123")
+    assert secret("RAQA_TEST_SECRET") == "sk-123"
+    monkeypatch.setenv("RAQA_TEST_SECRET", "")
+    assert secret("RAQA_TEST_SECRET") is None
+    monkeypatch.delenv("RAQA_TEST_SECRET")
+    assert secret("RAQA_TEST_SECRET") is None

@@ -15,17 +15,11 @@ from pathlib import Path
 import pytest
 from fault_server import FaultServer, Reply, chunk, streamed
 
-from raqa.config import RunSettings
+from raqa.config import AppConfig, RunSettings
 from raqa.models.base import Choice, ModelError, Usage
-from raqa.models.endpoint import (
-    EndpointBackend,
-    EndpointConfig,
-    choice_probabilities,
-    estimate_tokens,
-    plan_budget,
-    sse_data,
-)
-from raqa.models.endpoints_file import EndpointConfigError, endpoints_from_env, load_endpoints
+from raqa.models.endpoint import EndpointBackend, EndpointConfig
+from raqa.models.endpoints_file import EndpointConfigError, configured_endpoints, endpoints_from_env, load_endpoints
+from raqa.models.openai_stream import choice_probabilities, estimate_tokens, plan_budget, retry_after, sse_data
 from raqa.reading.engine import reply_plan, run
 from raqa.reading.events import Final, ReplyDelta, RunFailed, WindowVerdict, to_json
 from raqa.reading.prompts import ANSWER_WORD, NOT_FOUND_WORD
@@ -323,6 +317,21 @@ def test_choice_probabilities_sum_prefix_tokens_and_skip_ambiguous_ones():
     assert choice_probabilities(None, [ANSWER_WORD]) is None
 
 
+@pytest.mark.parametrize(
+    ("header", "expected"),
+    [
+        (None, None),
+        ("", None),
+        (" 3 ", 3.0),
+        ("1.5", 1.5),
+        ("soon", None),
+        (formatdate(1_000_010.0, usegmt=True), 10.0),
+    ],
+)
+def test_retry_after_reads_seconds_or_an_http_date(header, expected):
+    assert retry_after(header, 1_000_000.0) == (None if expected is None else pytest.approx(expected))
+
+
 def test_the_token_estimate_errs_high_against_words():
     text = "The Mona Lisa is a portrait painted by Leonardo da Vinci, in Florence."
     assert estimate_tokens(text) >= len(text.split()) + 2
@@ -351,8 +360,16 @@ def test_load_endpoints_reads_entries_with_defaults(tmp_path):
     first, second = load_endpoints(path)
     assert first == EndpointConfig(GOOD["name"], GOOD["base_url"], GOOD["model"], api_key_env="VLLM_KEY")
     assert (second.name, second.retries, second.timeout_s) == ("Other", 0, 5)
-    assert endpoints_from_env({"RAQA_ENDPOINTS": str(path)}) == [first, second]
-    assert endpoints_from_env({}) == []
+    assert configured_endpoints(AppConfig(endpoints=str(path))) == [first, second]
+    assert configured_endpoints(AppConfig()) == []
+
+
+def test_the_endpoints_file_is_the_one_config_names(tmp_path, monkeypatch):
+    path = write(tmp_path, [GOOD])
+    monkeypatch.setenv("RAQA_ENDPOINTS", str(path))
+    assert configured_endpoints(AppConfig.from_env()) == endpoints_from_env() == load_endpoints(path)
+    monkeypatch.setenv("RAQA_ENDPOINTS", "")
+    assert endpoints_from_env() == []
 
 
 @pytest.mark.parametrize(

@@ -18,22 +18,18 @@ deadline, so a stalled or trickling stream never hangs); retries with capped exp
 429, 5xx and connection failures, honouring Retry-After, but only before any piece was yielded: a stream that
 breaks after text was shown raises ModelError rather than retrying a half-streamed reply.
 
-The API key is read from the environment variable the config names, sent only as the Authorization header, and
+The API key is read from the environment variable the config names (through config.secret), sent only as the Authorization header, and
 kept out of `name`, repr, log records and every error message (a server that echoes it is redacted).
 
 Left out: tool calls, images, the legacy completions API, and exact tokenization (`count_tokens` is an
-estimate, see `estimate_tokens`); token counts of a reply come from the server's usage report.
+estimate, see `openai_stream.estimate_tokens`); token counts of a reply come from the server's usage report.
 """
 
 from __future__ import annotations
 
-import email.utils
 import json
 import logging
-import math
-import os
 import random
-import re
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -41,13 +37,14 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from raqa.models.base import Backend, Choice, Messages, ModelError, ReplyPlan, Step, Usage, pick_choice
+from raqa.config import secret
+from raqa.models.base import Backend, Choice, Messages, ModelError, ReplyPlan, Usage, pick_choice
+from raqa.models.openai_stream import choice_probabilities, estimate_tokens, plan_budget, retry_after, sse_data
 
 log = logging.getLogger(__name__)
 
 TOP_LOGPROBS = 5
 EXCERPT_CHARS = 200  # of an error body shown in a message
-PREFILL_TOKENS = 8  # budget for a step's forced words when the step's text is a function of the reply
 
 
 @dataclass(frozen=True)
@@ -72,86 +69,6 @@ def _origin(url: str) -> str:
     return f"{parts.scheme}://{host}" + (f":{parts.port}" if parts.port else "")
 
 
-def estimate_tokens(text: str) -> int:
-    """An estimate that errs high for English: words and punctuation marks, or one token per 4 characters,
-    whichever is more (BPE tokenizers give about 0.75 words per token).
-
-    Example:
-        >>> estimate_tokens("Hello, world!")
-        4
-    """
-    return max(len(re.findall(r"\w+|[^\w\s]", text)), math.ceil(len(text) / 4))
-
-
-def _retry_after(value: str | None, now: float) -> float | None:
-    """Seconds to wait from a Retry-After header: a number of seconds or an HTTP date."""
-    if not value:
-        return None
-    value = value.strip()
-    if re.fullmatch(r"\d+(\.\d+)?", value):
-        return float(value)
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - now)
-
-
-def sse_data(lines: Iterator[str]) -> Iterator[str]:
-    """The data of each server-sent event: data lines joined by newlines, dispatched at a blank line or at the end.
-
-    Comments (":" lines, used as keep-alives) and event/id/retry fields are skipped.
-
-    Example:
-        >>> list(sse_data(iter([": ping", "data: {}", "", "data:[DONE]"])))
-        ['{}', '[DONE]']
-    """
-    data: list[str] = []
-    for line in lines:
-        if not line:
-            if data:
-                yield "\n".join(data)
-                data = []
-            continue
-        field, _, value = line.partition(":")
-        if field == "data":
-            data.append(value[1:] if value.startswith(" ") else value)
-    if data:
-        yield "\n".join(data)
-
-
-def choice_probabilities(logprobs: object, words: list[str]) -> dict[str, float] | None:
-    """P(word) over the plan's words from the first non-blank token's top alternatives, or None if unknown.
-
-    A token counts for a word when one is a prefix of the other ("ANS" for "ANSWER:"); a token that fits
-    several words counts for none.
-    """
-    entries = (logprobs or {}).get("content") if isinstance(logprobs, dict) else None
-    if not isinstance(entries, list):
-        return None
-    first = next((e for e in entries if isinstance(e, dict) and str(e.get("token", "")).strip()), None)
-    if first is None or not isinstance(first.get("top_logprobs"), list):
-        return None
-    mass = dict.fromkeys(words, 0.0)
-    for alt in first["top_logprobs"]:
-        token = str(alt.get("token", "")).lstrip() if isinstance(alt, dict) else ""
-        fits = [w for w in words if token and (w.startswith(token) or token.startswith(w))]
-        if len(fits) == 1 and isinstance(alt.get("logprob"), (int, float)):
-            mass[fits[0]] += math.exp(alt["logprob"])
-    total = sum(mass.values())
-    return {w: p / total for w, p in mass.items()} if total > 0 else None
-
-
-def plan_budget(plan: ReplyPlan, count: Callable[[str], int]) -> int:
-    """Tokens the longest branch of a plan may take: its forced words and its generated steps."""
-
-    def cost(step: Step) -> int:
-        forced = PREFILL_TOKENS if callable(step.prefill) else count(step.prefill)
-        return forced + step.max_tokens
-
-    return max(sum(cost(step) for step in steps) for steps in plan.values())
-
-
 class _Retryable(Exception):
     def __init__(self, message: str, wait: float | None = None):
         super().__init__(message)
@@ -171,7 +88,7 @@ class EndpointBackend(Backend):
     ):
         key = None
         if config.api_key_env:
-            key = os.environ.get(config.api_key_env)
+            key = secret(config.api_key_env)
             if not key:
                 raise ModelError(
                     f"{config.name}: the environment variable {config.api_key_env} holding its key is not set."
@@ -276,7 +193,7 @@ class EndpointBackend(Backend):
             excerpt = ""
         status = f"HTTP {response.status_code}" + (f": {excerpt}" if excerpt else "")
         if response.status_code == 429 or response.status_code >= 500:
-            raise _Retryable(status, _retry_after(response.headers.get("Retry-After"), self._clock()))
+            raise _Retryable(status, retry_after(response.headers.get("Retry-After"), self._clock()))
         hint = " (check the key in the config's api_key_env)" if response.status_code in (401, 403) else ""
         raise ModelError(f"{self.name} refused the request, {status}{hint}")
 

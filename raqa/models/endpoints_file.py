@@ -1,4 +1,4 @@
-"""The operator's list of OpenAI-compatible endpoints: a JSON file named by RAQA_ENDPOINTS.
+"""The operator's list of OpenAI-compatible endpoints: a JSON file named by RAQA_ENDPOINTS (AppConfig.endpoints).
 
     [{"name": "Llama 3.1 8B (vLLM)", "base_url": "http://localhost:8000/v1",
       "model": "meta-llama/Llama-3.1-8B-Instruct", "api_key_env": "VLLM_KEY"}]
@@ -6,20 +6,19 @@
 name, base_url and model are required; every other EndpointConfig field is optional. The file holds the
 *name* of the environment variable with each key, never a key. Without RAQA_ENDPOINTS nothing is configured.
 
-Left out: building the backends (EndpointBackend(config) does that, and reads the key) and choosing among them
-in the page (the service and UI do that).
+Left out: reading the environment (config.py does that), building the backends (EndpointBackend(config) does that,
+and gets the key through config.secret) and choosing among them in the page (the service and UI do that).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
-from collections.abc import Mapping
 from dataclasses import MISSING, fields
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from raqa.config import AppConfig
 from raqa.models.endpoint import EndpointConfig
 
 ENDPOINTS_ENV = "RAQA_ENDPOINTS"
@@ -99,7 +98,11 @@ def load_endpoints(path: str | Path) -> list[EndpointConfig]:
     return configs
 
 
-def endpoints_from_env(environ: Mapping[str, str] = os.environ) -> list[EndpointConfig]:
-    """The endpoints of the file named by RAQA_ENDPOINTS, or none when it is unset or empty."""
-    path = environ.get(ENDPOINTS_ENV)
-    return load_endpoints(path) if path else []
+def configured_endpoints(config: AppConfig) -> list[EndpointConfig]:
+    """The endpoints of the file config.endpoints names (RAQA_ENDPOINTS), or none when it names none."""
+    return load_endpoints(config.endpoints) if config.endpoints else []
+
+
+def endpoints_from_env() -> list[EndpointConfig]:
+    """Deprecated, for callers not yet given their AppConfig: configured_endpoints(AppConfig.from_env())."""
+    return configured_endpoints(AppConfig.from_env())
