@@ -1,9 +1,11 @@
-"""The generic LoRA trainer, on a tiny random Llama and a character tokenizer (fast, no real model)."""
+"""The one LoRA trainer with Adapt's config, on a tiny random Llama and a character tokenizer (fast, no real model)."""
 
 from __future__ import annotations
 
 import copy
 import json
+import random
+from dataclasses import replace
 
 import pytest
 
@@ -11,17 +13,19 @@ torch = pytest.importorskip("torch")
 from transformers import LlamaConfig, LlamaForCausalLM  # noqa: E402
 
 from raqa.training.lora import (  # noqa: E402
+    ADAPT_LORA,
+    READER_LORA,
     Example,
     LoraSettings,
     encode,
+    learning_rate,
     left_padded,
-    linear_lr,
-    loss_curve,
     micro_batches,
     save,
     step_batches,
     train,
 )
+from raqa.training.when_to_retrieve import loss_curve  # noqa: E402
 
 
 class CharTokenizer:
@@ -61,17 +65,48 @@ def _model():
 EXAMPLES = [Example(({"role": "user", "content": f"q{i} " + "x" * i},), "yes" if i % 2 else "<RET>") for i in range(6)]
 
 
+def test_each_use_keeps_its_settings():
+    # today's defaults of the two trainers this one replaced; the CLI's train-adapt relies on the class defaults
+    assert LoraSettings() == ADAPT_LORA
+    assert (ADAPT_LORA.rank, ADAPT_LORA.alpha, ADAPT_LORA.dropout, ADAPT_LORA.lr, ADAPT_LORA.seed) == (
+        8,
+        16,
+        0.05,
+        3e-4,
+        0,
+    )
+    assert (ADAPT_LORA.epochs, ADAPT_LORA.batch, ADAPT_LORA.micro_batch, ADAPT_LORA.warmup_steps) == (3, 128, 8, 0)
+    assert ADAPT_LORA.target_modules == ("q_proj", "v_proj")
+    assert (ADAPT_LORA.average, ADAPT_LORA.verdict_weight, ADAPT_LORA.shared_prefix) == ("tokens", 0.0, False)
+    r = READER_LORA
+    assert (r.rank, r.alpha, r.dropout, r.lr, r.seed, r.epochs, r.warmup_steps) == (8, 16, 0.05, 3e-4, 0, 1, 4)
+    assert (r.batch, r.micro_batch, r.average, r.verdict_weight, r.shared_prefix) == (4, 1, "replies", 0.5, True)
+    assert r.target_modules == ("q_proj", "k_proj", "v_proj", "o_proj")
+    assert (r.page_tokens, r.shots) == (200, 2)
+    ADAPT_LORA.check()
+    READER_LORA.check()
+
+
 def test_encode_appends_the_end_of_turn_after_the_target():
-    prompt, target = encode(EXAMPLES[1], CharTokenizer())
-    assert bytes(t - 1 for t in prompt).decode() == "user: q1 x\nassistant: "
-    assert target == [ord(c) + 1 for c in "yes"] + [256]
+    encoded = encode(EXAMPLES[1], CharTokenizer())
+    assert encoded.prefix == []
+    assert bytes(t - 1 for t in encoded.rest).decode() == "user: q1 x\nassistant: "
+    assert encoded.target == [ord(c) + 1 for c in "yes"] + [256]
+
+
+def test_a_shared_prefix_is_every_message_but_the_last():
+    example = Example(({"role": "system", "content": "S"}, {"role": "user", "content": "Q"}), "A")
+    encoded = encode(example, CharTokenizer(), shared_prefix=True)
+    assert bytes(t - 1 for t in encoded.prefix).decode() == "system: S\n"
+    assert bytes(t - 1 for t in encoded.rest).decode() == "user: Q\nassistant: "
+    assert encode(EXAMPLES[0], CharTokenizer(), shared_prefix=True).prefix == []  # one message: nothing to share
 
 
 def test_left_padding_gives_the_same_loss_as_each_example_alone():
     import torch.nn.functional as F
 
     model, tok = _model(), CharTokenizer()
-    rows = [encode(e, tok) for e in EXAMPLES]
+    rows = [(e.rest, e.target) for e in (encode(x, tok) for x in EXAMPLES)]
     alone = 0.0
     with torch.no_grad():
         for prompt, target in rows:
@@ -89,12 +124,22 @@ def test_left_padding_gives_the_same_loss_as_each_example_alone():
 
 
 def test_each_epoch_sees_every_example_once_in_steps_of_the_batch():
-    steps = step_batches(10, LoraSettings(epochs=3, batch=4))
+    steps = step_batches(10, 3, 4, random.Random(0))
     assert [len(s) for s in steps] == [4, 4, 2] * 3
     for epoch in range(3):
         assert sorted(sum(steps[epoch * 3 : epoch * 3 + 3], [])) == list(range(10))
+    assert steps[:3] != steps[3:6]  # a fresh shuffle each epoch
     assert micro_batches([0, 1, 2, 3], [5, 1, 9, 3], 2) == [[1, 3], [0, 2]]
-    assert linear_lr(0, 4, 1.0) == 1.0 and linear_lr(3, 4, 1.0) == 0.25
+    assert micro_batches([0, 1, 2, 3], [5, 1, 9, 3], 1) == [[0], [1], [2], [3]]  # nothing to pad: step order
+    # passes never mix prefixes: each runs from one cache
+    assert micro_batches([0, 1, 2, 3], [5, 1, 9, 3], 4, [(1,), (2,), (1,), (2,)]) == [[0, 2], [1, 3]]
+
+
+def test_the_learning_rate_warms_up_then_decays_linearly_to_zero():
+    flat = replace(ADAPT_LORA, lr=1.0)
+    assert learning_rate(0, 4, flat) == 1.0 and learning_rate(3, 4, flat) == 0.25
+    warm = replace(ADAPT_LORA, lr=1.0, warmup_steps=2)
+    assert [learning_rate(s, 6, warm) for s in range(6)] == [0.5, 1.0, 1.0, 0.75, 0.5, 0.25]
 
 
 @pytest.mark.parametrize(
@@ -104,6 +149,8 @@ def test_each_epoch_sees_every_example_once_in_steps_of_the_batch():
         ("batch", 0, "batch must be 1"),
         ("lr", 0, "lr must be"),
         ("dropout", 1, "dropout"),
+        ("verdict_weight", 1.5, "verdict_weight"),
+        ("average", "examples", "average must be"),
     ],
 )
 def test_bad_settings_are_refused(field, value, message):
@@ -116,9 +163,10 @@ def test_training_lowers_the_loss_saves_peft_format_and_reloads_identically(tmp_
 
     base, tok = _model(), CharTokenizer()
     before = {k: v.clone() for k, v in base.state_dict().items()}
-    settings = LoraSettings(epochs=10, batch=3, micro_batch=2, lr=1e-1, dropout=0.0)
+    settings = replace(ADAPT_LORA, epochs=10, batch=3, micro_batch=2, lr=1e-1, dropout=0.0)
     progress = []
-    peft_model, log = train(copy.deepcopy(base), tok, EXAMPLES, settings, lambda done, stats: progress.append(done))
+    encoded = [encode(e, tok) for e in EXAMPLES]
+    peft_model, log = train(copy.deepcopy(base), encoded, settings, lambda done, stats: progress.append(done))
     assert len(log.steps) == 10 * 2 and progress[-1] == 10 * len(EXAMPLES)
     curve = loss_curve(log)
     means = curve["epoch_means"]
@@ -136,11 +184,11 @@ def test_training_lowers_the_loss_saves_peft_format_and_reloads_identically(tmp_
     config = json.loads((tmp_path / "a" / "adapter_config.json").read_text())
     assert config["r"] == 8 and config["base_model_name_or_path"] == "tiny-base"
     reloaded = PeftModel.from_pretrained(copy.deepcopy(base), str(tmp_path / "a")).eval()
-    ids = torch.tensor([encode(EXAMPLES[0], tok)[0]])
+    ids = torch.tensor([encoded[0].rest])
     with torch.no_grad():
         assert torch.allclose(reloaded(input_ids=ids).logits, peft_model(input_ids=ids).logits, atol=1e-5)
 
 
 def test_no_examples_is_an_error():
     with pytest.raises(ValueError, match="No training examples"):
-        train(_model(), CharTokenizer(), [], LoraSettings())
+        train(_model(), [], ADAPT_LORA)

@@ -1,13 +1,17 @@
-"""training.py: the threshold rule, the loss, the shared-prefix shortcut, and a few LoRA steps on a tiny model."""
+"""The reader's training: the threshold rule, the loss weights, the shared-prefix shortcut, and a few LoRA steps
+on a tiny model under READER_LORA."""
 
 import math
 import time
+from dataclasses import replace
 
 import pytest
 
 from raqa.evaluation.metrics import auc
-from raqa.reading.readers import load_reader
-from raqa.training.reader import Encoded, LoraSettings, TrainLog, choose_threshold, loss_summary, reply_loss, train_lora
+from raqa.reading.readers import CARD_FILE, load_reader
+from raqa.training.calibration import choose_threshold
+from raqa.training.lora import READER_LORA, Encoded, TrainLog, save, target_losses, token_weights, train
+from raqa.training.reader import READER_LABEL, loss_summary, reader_settings
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -52,13 +56,21 @@ def test_auc():
 
 
 @pytest.mark.parametrize("weight", [0.0, 0.5, 1.0])
-def test_reply_loss_gives_the_first_token_its_share(weight):
+def test_the_reply_loss_gives_the_first_token_its_share(weight):
     logits = torch.randn(5, 64)
     target = torch.tensor([3, 1, 4, 1, 5])
     each = torch.nn.functional.cross_entropy(logits, target, reduction="none")
-    loss, first = reply_loss(logits, target, weight)
-    assert float(first) == pytest.approx(float(each[0]))
-    assert float(loss) == pytest.approx(float((1 - weight) * each.mean() + weight * each[0]), rel=1e-5)
+    (weights,) = token_weights([5], replace(READER_LORA, verdict_weight=weight))
+    loss = float((each * torch.tensor(weights)).sum())
+    assert loss == pytest.approx(float((1 - weight) * each.mean() + weight * each[0]), rel=1e-5)
+
+
+def test_replies_weigh_the_same_whatever_their_length_and_tokens_do_under_adapts_average():
+    replies = token_weights([2, 4], replace(READER_LORA, verdict_weight=0.5))
+    assert [sum(r) for r in replies] == pytest.approx([0.5, 0.5])
+    assert replies[0] == pytest.approx([0.375, 0.125]) and replies[1][1:] == pytest.approx([0.0625] * 3)
+    tokens = token_weights([2, 4], replace(READER_LORA, average="tokens", verdict_weight=0.0))
+    assert sum(tokens, []) == pytest.approx([1 / 6] * 6)
 
 
 def test_continuing_from_the_prefix_cache_gives_the_same_logits_as_the_whole_sequence():
@@ -71,15 +83,31 @@ def test_continuing_from_the_prefix_cache_gives_the_same_logits_as_the_whole_seq
     assert torch.allclose(whole, continued, atol=1e-5)
 
 
+def test_a_left_padded_pass_from_the_prefix_cache_gives_each_windows_own_losses():
+    model = tiny_model()
+    prefix = [1, 2, 3, 4, 5, 6]
+    rows = [([7, 8, 9], [10, 11]), ([12], [13, 14, 15, 16])]
+    with torch.no_grad():
+        cache = model(input_ids=torch.tensor([prefix]), use_cache=True).cache
+        batched = target_losses(model, rows, "cpu", cache, len(prefix))
+        for r, (rest, target) in enumerate(rows):
+            logits = model(input_ids=torch.tensor([prefix + rest + target])).logits[0]
+            alone = torch.nn.functional.cross_entropy(
+                logits[-len(target) - 1 : -1], torch.tensor(target), reduction="none"
+            )
+            assert torch.allclose(batched[r, -len(target) :], alone, atol=1e-5)
+    assert float(batched[0, :2].abs().sum()) == 0.0  # before the shorter target: padding, no loss
+
+
 def test_a_few_lora_steps_lower_the_loss_and_train_only_the_adapter(tmp_path):
     pytest.importorskip("peft")
     model = tiny_model()
     frozen = {n: p.detach().clone() for n, p in model.named_parameters()}
     encoded = [Encoded([1, 2, 3, 4], [5, 6, 7], [8, 9, 10]), Encoded([1, 2, 3, 4], [11, 12], [13, 14])] * 8
-    settings = LoraSettings(lr=1e-2, accumulation=2, warmup_steps=1, epochs=2, dropout=0.0)
+    settings = replace(READER_LORA, lr=1e-2, batch=2, warmup_steps=1, epochs=2, dropout=0.0)
     seen = []
     start = time.perf_counter()
-    peft_model, log = train_lora(model, encoded, settings, lambda done, stats: seen.append(done))
+    peft_model, log = train(model, encoded, settings, lambda done, stats: seen.append(done))
     assert time.perf_counter() - start < 20
     assert seen[-1] == len(encoded) * 2 and len(log.steps) == len(encoded)
     assert log.steps[-1]["loss"] < log.steps[0]["loss"]
@@ -87,6 +115,13 @@ def test_a_few_lora_steps_lower_the_loss_and_train_only_the_adapter(tmp_path):
     merged = peft_model.merge_and_unload()
     changed = [n for n, p in merged.named_parameters() if not torch.equal(p.detach().cpu(), frozen[n])]
     assert changed and all(any(m in n for m in settings.target_modules) for n in changed)
+
+
+def test_train_readers_options_change_the_reader_config():
+    assert reader_settings() == READER_LORA
+    assert reader_settings(accumulation=8, rank=4, page_tokens=100) == replace(
+        READER_LORA, batch=8, rank=4, page_tokens=100
+    )
 
 
 def test_loss_summary_reads_the_log():
@@ -103,11 +138,9 @@ def test_loss_summary_reads_the_log():
 
 def test_a_saved_reader_folder_is_found_with_its_threshold(tmp_path):
     peft = pytest.importorskip("peft")
-    from raqa.training.reader import write_reader
-
     model = peft.get_peft_model(tiny_model(), peft.LoraConfig(r=2, target_modules=["q_proj", "v_proj"]))
-    card = {"answer_threshold": 0.7, "shots": 2, "page_tokens": 320}
-    write_reader(tmp_path / "abstain", model, card, TrainLog(), "# card\n")
+    card = {"label": READER_LABEL, "answer_threshold": 0.7, "shots": 2, "page_tokens": 320}
+    save(tmp_path / "abstain", model, card, TrainLog(), "# card\n", CARD_FILE)
     reader = load_reader(tmp_path / "abstain")
     assert (reader.name, reader.answer_threshold, reader.shots, reader.adapter) == (
         "abstain",
@@ -125,7 +158,7 @@ def test_encoded_windows_are_the_demos_prompt_then_a_reply_starting_with_the_ver
     from raqa.reading.prompts import ANSWER_WORD, NOT_FOUND_WORD
     from raqa.retrieval.corpus import Page
     from raqa.retrieval.index import Hit
-    from raqa.training.reader import encode
+    from raqa.training.reader import encode_window
     from raqa.training.reader_data import WindowExample, example_messages
 
     backend = TransformersBackend.load(cache_dir=default_cache_dir())
@@ -138,7 +171,7 @@ def test_encoded_windows_are_the_demos_prompt_then_a_reply_starting_with_the_ver
         example = WindowExample(
             "nq", "nq-dev-1", "What is the capital of France?", ("Paris",), "positive", hits, 1, target
         )
-        encoded = encode(example, backend.tokenizer, 200, 2)
+        encoded = encode_window(example, backend.tokenizer, 200, 2)
         prompt = backend._prompt_ids(example_messages(example, 200, backend.count_tokens, 2))
         assert encoded.prefix and encoded.prefix + encoded.rest == prompt
         assert encoded.target[0] == backend._ids(word)[0]

@@ -1,40 +1,60 @@
-"""LoRA fine-tuning on (chat messages -> target reply) examples: the trainer behind train-adapt.
+"""LoRA fine-tuning on (chat prompt -> target reply) examples: the one trainer behind train-reader and train-adapt.
 
-Each example is the chat prompt exactly as the model will see it at inference, followed by the target and
-the end-of-turn token; the loss is the mean cross-entropy over target tokens only (the prompt is context,
-not something to learn). An optimiser step sees `batch` examples (the effective batch), run as micro-batches
-of similar length so little is spent on padding, with gradient accumulation in between. The learning rate
-decays linearly to zero over the run, as transformers' Trainer does by default; the last step's weights are
-kept. The same code runs on a GPU when torch finds one. Left out here: what the examples are
-(adapt_data.py) and the abstention reader's window-specific trainer (training.py).
+One loop driven by one `LoraSettings`, with a config per use (`READER_LORA`, `ADAPT_LORA`). An optimiser step
+sees `batch` examples, run as forward passes of `micro_batch` examples of similar length (left-padded) with
+gradient accumulation in between. The loss is cross-entropy on target tokens only, averaged over the step's
+target tokens (`average="tokens"`) or over its examples (`"replies"`); `verdict_weight` moves that share of it
+onto each target's first token (the reader's ANSWER/NOT verdict, otherwise one token among ~20-60). With
+`shared_prefix`, a prompt prefix common to examples (system prompt, worked examples) is run once per step
+without gradients and the examples continue from its KV cache: on a CPU that roughly halves the reader's step.
+The learning rate warms up over `warmup_steps`, then decays linearly to zero; the last step's weights are kept.
+The same code runs on a GPU when torch finds one. `save` writes the adapter in peft's format, its card,
+README and training log.
+
+Left out here: what the examples are (reader_data.py, when_to_retrieve_data.py), the reader's threshold
+(calibration.py) and the commands around the trainer (reader.py, when_to_retrieve.py).
 
 Example:
-    >>> examples = [Example((({"role": "user", "content": "Q?"},)), "A")]  # doctest: +SKIP
-    >>> peft_model, log = train(model, tokenizer, examples, LoraSettings(epochs=1))  # doctest: +SKIP
+    >>> encoded = [encode(Example(({"role": "user", "content": "Q?"},), "A"), tokenizer)]  # doctest: +SKIP
+    >>> peft_model, log = train(model, encoded, replace(ADAPT_LORA, epochs=1))  # doctest: +SKIP
 """
 
 from __future__ import annotations
 
+import copy
 import json
-import math
 import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+LOG_FILE = "training_log.json"
+
 
 @dataclass(frozen=True)
 class LoraSettings:
+    """One training run. The defaults are the generic trainer's (ADAPT_LORA); READER_LORA is the reader's."""
+
+    # the adapter
     rank: int = 8  # r, as in the Adapt-LLM paper
     alpha: int = 16
     dropout: float = 0.05
-    lr: float = 3e-4
-    epochs: int = 3
-    batch: int = 128  # examples per optimiser step (the effective batch)
-    micro_batch: int = 8  # examples per forward pass; accumulation makes up the rest
     target_modules: tuple[str, ...] = ("q_proj", "v_proj")  # peft's default for Llama-style models
-    seed: int = 0
+    # the optimisation: AdamW without weight decay, gradients clipped to norm 1
+    lr: float = 3e-4  # peak learning rate
+    warmup_steps: int = 0  # linear warm-up over this many optimiser steps, then linear decay to 0
+    epochs: int = 3  # each a fresh seeded shuffle of the examples
+    batch: int = 128  # examples per optimiser step (the effective batch)
+    micro_batch: int = 8  # examples per forward pass; gradient accumulation makes up the rest
+    seed: int = 0  # LoRA initialisation, dropout and example order
+    # the loss
+    average: str = "tokens"  # "tokens": every target token of a step weighs the same; "replies": every example
+    verdict_weight: float = 0.0  # share of the loss on each target's first token; the rest is the average
+    shared_prefix: bool = False  # run the prompt prefix shared by examples once per step, without gradients
+    # the reader's training windows (train-reader only; None elsewhere)
+    page_tokens: int | None = None  # pages cut to this many tokens (shorter = faster)
+    shots: int | None = None  # worked examples in the prompt
 
     def check(self) -> None:
         for name in ("rank", "alpha", "epochs", "batch", "micro_batch"):
@@ -44,6 +64,33 @@ class LoraSettings:
             raise ValueError(f"lr must be between 0 and 1, got {self.lr}.")
         if not 0 <= self.dropout < 1:
             raise ValueError(f"dropout must be from 0 to below 1, got {self.dropout}.")
+        if not 0 <= self.verdict_weight <= 1:
+            raise ValueError(f"verdict_weight must be from 0 to 1, got {self.verdict_weight}.")
+        if self.average not in ("tokens", "replies"):
+            raise ValueError(f'average must be "tokens" or "replies", got {self.average!r}.')
+        if self.warmup_steps < 0:
+            raise ValueError(f"warmup_steps must be 0 or more, got {self.warmup_steps}.")
+
+    def card(self) -> dict:
+        return {**asdict(self), "target_modules": list(self.target_modules)}
+
+
+# Adapt-LLM, NR-LLM and AR-LLM (train-adapt): the paper's r and batch, length-sorted micro-batches.
+ADAPT_LORA = LoraSettings(epochs=3, batch=128, micro_batch=8, target_modules=("q_proj", "v_proj"))
+
+# The abstention-tuned reader (train-reader): one window per forward pass, continuing from the shared prefix.
+READER_LORA = LoraSettings(
+    target_modules=("q_proj", "k_proj", "v_proj", "o_proj"),
+    warmup_steps=4,
+    epochs=1,
+    batch=4,
+    micro_batch=1,
+    average="replies",
+    verdict_weight=0.5,
+    shared_prefix=True,
+    page_tokens=200,
+    shots=2,
+)
 
 
 @dataclass(frozen=True)
@@ -53,49 +100,96 @@ class Example:
 
 
 @dataclass
+class Encoded:
+    prefix: list[int]  # the prompt's shared start (system prompt, worked examples); empty when not shared
+    rest: list[int]  # the rest of the prompt, ending with the assistant header
+    target: list[int]  # the reply, ending with the end-of-turn token
+
+
+@dataclass
 class TrainLog:
-    steps: list[dict] = field(default_factory=list)  # per optimiser step: loss, lr, examples, seconds
+    steps: list[dict] = field(default_factory=list)  # per optimiser step: loss, verdict loss, lr, seconds
     seconds: float = 0.0
-    tokens: int = 0  # prompt + target tokens run through the model
+    tokens: int = 0  # tokens run through the model (a shared prefix once per step)
     device: str = "cpu"
 
 
-def encode(example: Example, tokenizer) -> tuple[list[int], list[int]]:
-    """(prompt ids, target ids): the chat prompt with the assistant header, then the target and end of turn."""
-    prompt = tokenizer.apply_chat_template(list(example.messages), add_generation_prompt=True, tokenize=True)
-    prompt = list(prompt["input_ids"] if hasattr(prompt, "keys") else prompt)
+def _ids(value) -> list[int]:
+    return list(value["input_ids"] if hasattr(value, "keys") else value)
+
+
+def encode(example: Example, tokenizer, shared_prefix: bool = False) -> Encoded:
+    """The chat prompt with the assistant header, then the target and end of turn.
+
+    With shared_prefix, every message but the last goes into `prefix` when the template extends it.
+    """
+    prompt = _ids(tokenizer.apply_chat_template(list(example.messages), add_generation_prompt=True, tokenize=True))
+    prefix: list[int] = []
+    if shared_prefix and len(example.messages) > 1:
+        prefix = _ids(tokenizer.apply_chat_template(list(example.messages[:-1]), tokenize=True))
+        if prompt[: len(prefix)] != prefix:  # a template that does not extend its prefix: no sharing
+            prefix = []
     end = tokenizer.convert_tokens_to_ids("<|im_end|>")
     end = tokenizer.eos_token_id if end is None or end == tokenizer.unk_token_id else end
     target = tokenizer(example.target, add_special_tokens=False)["input_ids"] + [end]
-    return prompt, list(target)
+    return Encoded(prefix, prompt[len(prefix) :], list(target))
 
 
-def step_batches(n: int, settings: LoraSettings) -> list[list[int]]:
-    """Example indices per optimiser step: each epoch a fresh seeded shuffle, cut into steps of `batch`."""
-    rng = random.Random(settings.seed)
+def learning_rate(step: int, total: int, settings: LoraSettings) -> float:
+    """Linear warm-up over warmup_steps, then linear decay to 0 at the end of the run."""
+    lr, warmup = settings.lr, settings.warmup_steps
+    if step < warmup:
+        return lr * (step + 1) / warmup
+    return lr * max(0, total - step) / max(1, total - warmup)
+
+
+def step_batches(n: int, epochs: int, batch: int, rng: random.Random) -> list[list[int]]:
+    """Example indices per optimiser step: each epoch a fresh shuffle, cut into steps of `batch`."""
     steps = []
-    for _ in range(settings.epochs):
+    for _ in range(epochs):
         order = rng.sample(range(n), n)
-        steps += [order[i : i + settings.batch] for i in range(0, n, settings.batch)]
+        steps += [order[i : i + batch] for i in range(0, n, batch)]
     return steps
 
 
-def micro_batches(step: list[int], lengths: Sequence[int], size: int) -> list[list[int]]:
-    """The step's examples sorted by length and cut into micro-batches, so each pads little."""
-    ordered = sorted(step, key=lambda i: lengths[i])
-    return [ordered[i : i + size] for i in range(0, len(ordered), size)]
+def micro_batches(step: list[int], lengths: Sequence[int], size: int, prefixes: Sequence = ()) -> list[list[int]]:
+    """The step's examples cut into forward passes of `size`, each of one prefix and of similar length.
+
+    With passes of one there is no padding to save, so the step's own order is kept.
+    """
+    if size == 1:
+        return [[i] for i in step]
+    passes: list[list[int]] = []
+    for i in sorted(step, key=lambda i: (prefixes[i] if prefixes else (), lengths[i])):
+        if passes and len(passes[-1]) < size and (not prefixes or prefixes[passes[-1][0]] == prefixes[i]):
+            passes[-1].append(i)
+        else:
+            passes.append([i])
+    return passes
 
 
-def linear_lr(step: int, total: int, lr: float) -> float:
-    return lr * (total - step) / total
+def token_weights(lengths: Sequence[int], settings: LoraSettings) -> list[list[float]]:
+    """Each target token's weight in the loss of a step whose targets have these lengths (they sum to 1).
+
+    "tokens": (1 - w) / (target tokens in the step) each; "replies": (1 - w) / (examples x its length) each;
+    and w / examples more on each first token, w = verdict_weight.
+    """
+    w, total = settings.verdict_weight, sum(lengths)
+    rows = []
+    for n in lengths:
+        row = [(1 - w) / (total if settings.average == "tokens" else len(lengths) * n)] * n
+        row[0] += w / len(lengths)
+        rows.append(row)
+    return rows
 
 
-def left_padded(rows: list[tuple[list[int], list[int]]], pad: int, device):
-    """(ids, labels, attention mask, position ids) of a micro-batch, padded on the left.
+def left_padded(rows: list[tuple[list[int], list[int]]], pad: int, device, past: int = 0):
+    """(ids, labels, attention mask, position ids) of (prompt, target) rows, padded on the left.
 
     subtle: left padding puts every target at the end of its row, so the model need only compute logits for
     the last few positions (`logits_to_keep`): over a 49k vocabulary that is a large share of the work.
-    Positions count from each row's first real token, so padding does not shift them.
+    Positions count from each row's first real token, so padding does not shift them; `past` tokens of a
+    cached prefix come before every row (in the mask, and positions start after them).
     """
     import torch
 
@@ -108,28 +202,54 @@ def left_padded(rows: list[tuple[list[int], list[int]]], pad: int, device):
         ids[r, width - len(seq) :] = torch.tensor(seq)
         labels[r, width - len(target) :] = torch.tensor(target)
         mask[r, width - len(seq) :] = 1
-    positions = (mask.cumsum(dim=1) - 1).clamp(min=0)
+    positions = past + (mask.cumsum(dim=1) - 1).clamp(min=0)
+    mask = torch.cat([torch.ones((len(rows), past), dtype=torch.long), mask], dim=1)
     return ids.to(device), labels.to(device), mask.to(device), positions.to(device)
+
+
+def target_losses(model, rows: list[tuple[list[int], list[int]]], device, cache=None, past: int = 0):
+    """Cross-entropy of every target token of (prompt, target) rows, run as one left-padded forward pass.
+
+    Returns [rows, longest target]: each row's target in its last columns, zeros before. cache: the KV cache of
+    `past` prefix tokens that every row continues (repeated to the rows' number here).
+    """
+    import torch.nn.functional as F
+
+    ids, labels, mask, positions = left_padded(rows, 0, device, past)  # pads are masked out: any id will do
+    if cache is not None and len(rows) > 1:
+        cache.batch_repeat_interleave(len(rows))
+    keep = max(len(t) for _, t in rows) + 1
+    logits = model(
+        input_ids=ids,
+        attention_mask=mask,
+        position_ids=positions,
+        cache=cache,
+        use_cache=cache is not None,
+        logits_to_keep=keep,
+    ).logits
+    # the logit at position j predicts token j + 1: the kept logits but the last predict the last keep - 1 tokens
+    flat = F.cross_entropy(
+        logits[:, :-1].reshape(-1, logits.shape[-1]).float(), labels[:, 1 - keep :].reshape(-1), reduction="none"
+    )
+    return flat.view(len(rows), keep - 1)
 
 
 def train(
     model,
-    tokenizer,
-    examples: Sequence[Example],
+    encoded: Sequence[Encoded],
     settings: LoraSettings,
     progress: Callable[[int, dict], None] = lambda done, stats: None,
 ):
     """Wrap model in a fresh peft LoRA and train it; returns (peft model, TrainLog).
 
     The model is changed in place (peft injects its layers), so pass a copy to keep the base.
-    progress(examples done, stats) is called after each micro-batch.
+    progress(examples done, stats) is called after each forward pass.
     """
     import torch
-    import torch.nn.functional as F
     from peft import LoraConfig, get_peft_model
 
     settings.check()
-    if not examples:
+    if not encoded:
         raise ValueError("No training examples.")
     torch.manual_seed(settings.seed)
     device = "cuda" if torch.cuda.is_available() else "cpu"
@@ -143,45 +263,52 @@ def train(
     peft_model = get_peft_model(model, config).to(device)
     trainable = [p for p in peft_model.parameters() if p.requires_grad]
     optimiser = torch.optim.AdamW(trainable, lr=settings.lr, weight_decay=0.0)
-    encoded = [encode(e, tokenizer) for e in examples]
-    lengths = [len(p) + len(t) for p, t in encoded]
-    pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
-    steps = step_batches(len(encoded), settings)
+    lengths = [len(e.rest) + len(e.target) for e in encoded]
+    keys = [tuple(e.prefix) for e in encoded]
+    steps = step_batches(len(encoded), settings.epochs, settings.batch, random.Random(settings.seed))
     log = TrainLog(device=device)
-    start = time.perf_counter()
-    done = 0
-    peft_model.train()
+    start, done = time.perf_counter(), 0
     for number, step in enumerate(steps):
-        lr = linear_lr(number, len(steps), settings.lr)
+        lr = learning_rate(number, len(steps), settings)
         for group in optimiser.param_groups:
             group["lr"] = lr
-        targets = sum(len(encoded[i][1]) for i in step)
-        total = 0.0
-        for micro in micro_batches(step, lengths, settings.micro_batch):
-            rows = [encoded[i] for i in micro]
-            ids, labels, mask, positions = left_padded(rows, pad, device)
-            keep = max(len(t) for _, t in rows) + 1
-            logits = peft_model(input_ids=ids, attention_mask=mask, position_ids=positions, logits_to_keep=keep).logits
-            # the logit at position j predicts token j + 1: the kept logits but the last predict the last keep - 1 tokens
-            loss = F.cross_entropy(
-                logits[:, :-1].reshape(-1, logits.shape[-1]).float(),
-                labels[:, -(keep - 1) :].reshape(-1),
-                reduction="sum",
-            )
-            (loss / targets).backward()
-            total += float(loss.detach()) / targets
-            log.tokens += int(mask.sum())
+        weights = dict(zip(step, token_weights([len(encoded[i].target) for i in step], settings), strict=True))
+        prefixes: dict[tuple[int, ...], object] = {}
+        total, verdict, tokens = 0.0, 0.0, 0
+        for micro in micro_batches(step, lengths, settings.micro_batch, keys):
+            key = keys[micro[0]]
+            if key and key not in prefixes:
+                # subtle: the prefix is run in eval mode (no dropout) and without gradients; the examples' own
+                # tokens still attend to it through the current LoRA weights
+                peft_model.eval()
+                with torch.no_grad():
+                    out = peft_model(input_ids=torch.tensor([key], device=device), use_cache=True)
+                prefixes[key] = out.cache if hasattr(out, "cache") else out.past_key_values
+                tokens += len(key)
+            peft_model.train()
+            rows = [(encoded[i].rest, encoded[i].target) for i in micro]
+            cache = copy.deepcopy(prefixes[key]) if key else None
+            losses = target_losses(peft_model, rows, device, cache, len(key))
+            width = losses.shape[1]
+            scale = torch.tensor([[0.0] * (width - len(weights[i])) + weights[i] for i in micro], device=device)
+            loss = (losses * scale).sum()
+            loss.backward()
+            total += float(loss.detach())
+            verdict += sum(float(losses[r, width - len(t)].detach()) for r, (_, t) in enumerate(rows)) / len(step)
+            tokens += sum(len(p) + len(t) for p, t in rows)
             done += len(micro)
             progress(done, {"step": f"{number + 1}/{len(steps)}", "loss": round(total, 3)})
         torch.nn.utils.clip_grad_norm_(trainable, 1.0)
         optimiser.step()
         optimiser.zero_grad(set_to_none=True)
+        log.tokens += tokens
         log.steps.append(
             {
                 "step": number + 1,
                 "epoch": round((number + 1) * settings.epochs / len(steps), 3),
                 "examples": len(step),
                 "loss": round(total, 4),
+                "verdict_loss": round(verdict, 4),  # mean loss of the targets' first tokens
                 "lr": lr,
                 "seconds": round(time.perf_counter() - start, 1),
             }
@@ -189,19 +316,6 @@ def train(
     log.seconds = time.perf_counter() - start
     peft_model.eval()
     return peft_model, log
-
-
-def loss_curve(log: TrainLog) -> dict:
-    """First and last step loss, and the mean loss of each epoch: the card's account of the curve."""
-    by_epoch: dict[int, list[float]] = {}
-    for s in log.steps:
-        by_epoch.setdefault(max(1, math.ceil(s["epoch"] - 1e-9)), []).append(s["loss"])
-    return {
-        "first_step": log.steps[0]["loss"] if log.steps else None,
-        "last_step": log.steps[-1]["loss"] if log.steps else None,
-        "epoch_means": {str(e): round(sum(v) / len(v), 4) for e, v in sorted(by_epoch.items())},
-        "steps": len(log.steps),
-    }
 
 
 def save(
@@ -217,5 +331,5 @@ def save(
             config.base_model_name_or_path = base_model
     peft_model.save_pretrained(out)
     (out / card_file).write_text(json.dumps(card, indent=1) + "\n")
-    (out / "training_log.json").write_text(json.dumps(asdict(log), indent=1) + "\n")
+    (out / LOG_FILE).write_text(json.dumps(asdict(log), indent=1) + "\n")
     (out / "README.md").write_text(readme)

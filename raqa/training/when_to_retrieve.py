@@ -6,19 +6,20 @@ Writes, under the output folder (assets/adapt by default):
     adapt/ never/ always/ one peft adapter each, with raqa_adapter.json, README.md and training_log.json
 
 The three adapters start from the same base weights and see the same questions; only the examples differ
-(adapt_data.examples). Left out here: evaluation (adapt_eval.py).
+(when_to_retrieve_data.examples); the trainer is lora.py, with `ADAPT_LORA` as changed by the command's
+options. Left out here: evaluation (raqa.evaluation.when_to_retrieve).
 """
 
 from __future__ import annotations
 
 import copy
 import json
+import math
 import time
 from collections.abc import Callable
-from dataclasses import asdict
 from pathlib import Path
 
-from raqa.training.lora import LoraSettings, loss_curve, save, train
+from raqa.training.lora import LoraSettings, TrainLog, encode, save, train
 from raqa.training.when_to_retrieve_data import KINDS, data_summary, examples, label
 from raqa.when_to_retrieve.model import CARD_FILE, GreedyModel
 
@@ -36,6 +37,19 @@ TEACHES = {
     "never": "every question: plain question prompt -> gold answer",
     "always": "every question: context prompt with the chosen page -> gold answer",
 }
+
+
+def loss_curve(log: TrainLog) -> dict:
+    """First and last step loss, and the mean loss of each epoch: the card's account of the curve."""
+    by_epoch: dict[int, list[float]] = {}
+    for s in log.steps:
+        by_epoch.setdefault(max(1, math.ceil(s["epoch"] - 1e-9)), []).append(s["loss"])
+    return {
+        "first_step": log.steps[0]["loss"] if log.steps else None,
+        "last_step": log.steps[-1]["loss"] if log.steps else None,
+        "epoch_means": {str(e): round(sum(v) / len(v), 4) for e, v in sorted(by_epoch.items())},
+        "steps": len(log.steps),
+    }
 
 
 def _readme(kind: str, card: dict) -> str:
@@ -130,14 +144,15 @@ def train_adapt(
                 bar.update(done - bar.n)
                 bar.set_postfix(stats)
 
-            peft_model, log = train(copy.deepcopy(base.model), base.tokenizer, chosen, settings, progress)
+            encoded = [encode(e, base.tokenizer) for e in chosen]
+            peft_model, log = train(copy.deepcopy(base.model), encoded, settings, progress)
         card = {
             "label": LABELS[kind],
             "kind": kind,
             "base_model": base.name,
             "command": command,
             "data": summary,
-            "lora": {**asdict(settings), "target_modules": list(settings.target_modules)},
+            "lora": settings.card(),
             "training": {
                 "examples": len(chosen),
                 "device": log.device,

@@ -12,7 +12,7 @@ strict exact match almost never holds for a chat model's sentences). Then:
 The paper's context is the dataset's gold passage; our corpus has none, so the context is the best-ranked of
 BM25's top CONTEXT_K pages whose shown text contains a gold answer, else the top page, and which one is
 recorded. The gold answer taught is the first listed. Questions come from dev splits only (the evaluation
-reads test splits). Left out here: training itself (lora.py) and evaluation (adapt_eval.py).
+reads test splits). Left out here: training itself (lora.py) and evaluation (raqa.evaluation.when_to_retrieve).
 """
 
 from __future__ import annotations
