@@ -15,7 +15,7 @@ from pathlib import Path
 from raqa.cli.output import error, print_human, print_json, progress_line, say
 from raqa.cli.parser import app_config
 from raqa.config import SettingsError, clean_question, validate_settings
-from raqa.models.local import ModelError
+from raqa.models.base import ModelError
 from raqa.retrieval.corpus import CorpusError
 
 ENDPOINT_PREFIX = "endpoint:"

@@ -12,7 +12,7 @@ from pathlib import Path
 from raqa.cli.output import counter_bar, error, progress_bar, say
 from raqa.cli.parser import app_config
 from raqa.evaluation import records, registry
-from raqa.models.local import ModelError
+from raqa.models.base import ModelError
 from raqa.retrieval.corpus import CorpusError
 
 
