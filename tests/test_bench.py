@@ -5,12 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import sys
 import time
 
 import numpy as np
 import pytest
 
-from raqa.ops import bench
+from raqa.config import AppConfig
+from raqa.ops import bench, bench_start
 from raqa.ops.bench import BenchResults, Row, build_rows, format_table
 from raqa.ops.bench_measure import (
     IndexTimes,
@@ -22,7 +24,7 @@ from raqa.ops.bench_measure import (
     retrieval_latency,
     top_k,
 )
-from raqa.ops.bench_start import StartTime
+from raqa.ops.bench_start import AskStart, StartTime
 from raqa.ops.bench_timing import CpuWatch, percentile
 from raqa.retrieval.corpus import Page
 from raqa.retrieval.index import BM25Index
@@ -88,6 +90,7 @@ def _results(tokens: TokenCosts | None, others_cpu: dict[str, float] | None = No
         ModelLoad(30.0, 3.0),
         Throughput(134_515_008, 512, 800.0, 32, 20.0, 50.0),
         StartTime(9.0, 8.0),
+        AskStart("Who painted the Mona Lisa?", 4.0, 5.5, 7.25),
         VerdictTimes((2.0, 3.0, 5.0)),
         tokens,
         others_cpu or {},
@@ -101,6 +104,9 @@ def test_build_rows_reports_targets_from_the_numbers():
     assert rows["first verdict p50"].result == "3.0 s" and rows["first verdict p50"].met is True
     assert rows["first verdict max"].met is False
     assert rows["app start, cached"].met is True
+    assert rows["ask start, cached"] == Row(
+        "ask start, cached (new process, to first verdict)", "5.5 s (ready 4.0 s, final 7.2 s)", "< 6 s", True
+    )
     assert rows["prefill"].result == "800 tok/s = 215.2 GFLOP/s"
     assert rows["iterative / Top-K"].result == "0.35 (1.20 windows read)"
     assert not any(r.measure.startswith("prompt tokens") for r in build_rows(_results(None)))
@@ -116,6 +122,64 @@ def test_json_record_is_serialisable():
     assert {"code_version", "date", "load_average_before"} <= payload.keys()
     assert payload["code_version"].startswith("raqa ")
     assert json.loads(text)["first_verdict"]["max"] == 5.0
+    assert payload["ask_start"] == {
+        "question": "Who painted the Mona Lisa?",
+        "run_started_s": 4.0,
+        "first_verdict_s": 5.5,
+        "final_s": 7.25,
+        "command": 'python -m raqa ask "Who painted the Mona Lisa?" --json',
+    }
+
+
+@pytest.mark.parametrize(
+    ("ask", "result", "met"),
+    [
+        (AskStart("q", 1.5, 6.0, 9.0), "6.0 s (ready 1.5 s, final 9.0 s)", False),
+        (AskStart("q", 1.5, 17.4, None), "17.4 s (ready 1.5 s, no final)", False),
+        (AskStart("q", 1.5, None, 3.0), "no window verdict (ready 1.5 s, final 3.0 s)", False),
+        (AskStart("q", None, None, None), "no window verdict (never ready, no final)", False),
+    ],
+)
+def test_ask_start_row_misses_the_target_when_slow_or_without_a_verdict(ask, result, met):
+    row = bench.ask_start_row(ask)
+    assert (row.result, row.target, row.met) == (result, "< 6 s", met)
+
+
+def test_ask_command_passes_the_bench_settings_through(tmp_path):
+    config = AppConfig(corpus="c.jsonl", model="m.gguf", adapter=None, cache_dir=tmp_path)
+    argv = bench_start.ask_command(config, "who?")
+    assert argv[1:] == ["-m", "raqa", "ask", "who?", "--json", "--cache", str(tmp_path), "--corpus", "c.jsonl"] + [
+        "--model",
+        "m.gguf",
+    ]
+
+
+# Stands in for `python -m raqa ask --json`: progress on stderr, then event lines on stdout, a while apart.
+SCRIPTED_ASK = """
+import json, sys, time
+print("Loading the model", file=sys.stderr)
+time.sleep(0.2)
+for kind in ("run_started", "retrieved", "window_started", "reply_delta", "window_verdict"):
+    print(json.dumps({"type": kind}), flush=True)
+print("not json", flush=True)
+time.sleep(0.3)
+print(json.dumps({"type": "final"}), flush=True)
+sys.exit(int(sys.argv[1]))
+"""
+
+
+def test_ask_start_times_the_first_verdict_and_the_final_line(monkeypatch, tmp_path):
+    monkeypatch.setattr(bench_start, "ask_command", lambda config, q: [sys.executable, "-c", SCRIPTED_ASK, "0"])
+    asked = bench_start.ask_start(AppConfig(cache_dir=tmp_path), "q")
+    assert asked.question == "q"
+    assert 0.2 <= asked.run_started_s <= asked.first_verdict_s < asked.final_s
+    assert asked.final_s - asked.first_verdict_s >= 0.25
+
+
+def test_ask_start_reports_a_failed_process(monkeypatch, tmp_path):
+    monkeypatch.setattr(bench_start, "ask_command", lambda config, q: [sys.executable, "-c", SCRIPTED_ASK, "3"])
+    with pytest.raises(RuntimeError, match="failed \\(3\\): Loading the model"):
+        bench_start.ask_start(AppConfig(cache_dir=tmp_path), "q")
 
 
 def test_notes_name_the_parts_other_processes_slowed():
