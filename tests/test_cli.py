@@ -13,7 +13,9 @@ import pytest
 
 from raqa.cli import main
 from raqa.config import AppConfig
+from raqa.models.base import ModelError
 from raqa.models.scripted import ScriptedBackend
+from raqa.reading.readers import BASE_READER, Reader
 from raqa.retrieval.corpus import Page
 from raqa.retrieval.index import BM25Index
 from raqa.service import Service
@@ -272,3 +274,179 @@ def test_app_with_a_malformed_corpus_names_the_line(tmp_path: Path) -> None:
 def test_adapt_commands_refuse_bad_input_with_exit_2(argv, message, capsys: pytest.CaptureFixture) -> None:
     assert main(argv) == 2
     assert message in capsys.readouterr().err
+
+
+# --- the reader, route's policies, and the experiment registry ---
+
+TUNED = Reader("tuned", "Tuned reader (test)", None, answer_threshold=0.8, shots=1, page_tokens=64)
+
+
+@pytest.fixture
+def two_readers(monkeypatch: pytest.MonkeyPatch, tiny_pages: list[Page], tiny_index: BM25Index, tmp_path: Path):
+    """Service.load gives the tiny corpus with the base model and a registered "tuned" reader (its own backend)."""
+    base = ScriptedBackend(lambda messages: DECLINE)
+    tuned = ScriptedBackend(lambda messages: "ANSWER: Danube\nPAGE: p5\nSENTENCE: 1")
+    tuned.name = "scripted-tuned"
+    service = Service(
+        AppConfig(cache_dir=tmp_path / "cache"),
+        tiny_pages,
+        tiny_index,
+        base,
+        "tiny",
+        {},
+        readers={BASE_READER.name: BASE_READER, TUNED.name: TUNED},
+        loaded={TUNED.name: tuned},
+    )
+    monkeypatch.setattr(Service, "load", classmethod(lambda cls, config, **kwargs: service))
+    return service
+
+
+def test_ask_reads_with_the_chosen_reader(two_readers, broad_question: str, capsys: pytest.CaptureFixture) -> None:
+    assert main(["ask", broad_question, "--json", "--reader", "tuned"]) == 0
+    events = json_lines(capsys.readouterr().out)
+    assert events[0]["model"] == "scripted-tuned"
+    assert (events[0]["settings"]["answer_threshold"], events[0]["settings"]["shots"]) == (0.8, 1)
+    assert events[-1]["answer"] == "Danube"
+    assert main(["ask", broad_question, "--json"]) == 0  # the default: the service's first reader, the base model
+    events = json_lines(capsys.readouterr().out)
+    assert events[0]["model"] == "scripted" and events[-1]["abstained"] is True
+
+
+def test_an_unknown_reader_exits_2_listing_the_readers(two_readers, capsys: pytest.CaptureFixture) -> None:
+    assert main(["ask", "bees?", "--reader", "nope"]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.strip() == "error: Invalid reader: 'nope'. Choose from: base, tuned."
+    assert captured.out == ""
+
+
+def test_an_unknown_endpoint_reader_exits_2_before_loading(
+    no_loading, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    monkeypatch.delenv("RAQA_ENDPOINTS", raising=False)
+    assert main(["ask", "bees?", "--reader", "endpoint:Nope"]) == 2
+    assert "Invalid endpoint: 'Nope'. Choose from: none (RAQA_ENDPOINTS is not set)." in capsys.readouterr().err
+
+
+def test_batch_reads_with_the_chosen_reader(two_readers, monkeypatch, tmp_path: Path, capsys) -> None:
+    from raqa.evaluation import questions
+    from raqa.evaluation.questions import QAItem
+
+    item = QAItem("t-1", "Which river flows through Austria?", ("Danube",))
+    monkeypatch.setattr(questions, "load_questions", lambda *args: [item])
+    out = tmp_path / "runs.jsonl"
+    assert main(["batch", "--out", str(out), "--reader", "tuned", "--concurrency", "1"]) == 0
+    (record,) = json_lines(out.read_text())
+    assert (record["reader"], record["model"], record["settings"]["answer_threshold"]) == (
+        "tuned",
+        "scripted-tuned",
+        0.8,
+    )
+    assert record["em"] is True
+    assert main(["batch", "--out", str(tmp_path / "o.jsonl"), "--reader", "base", "--endpoint", "X"]) == 2
+    assert "--endpoint X means --reader endpoint:X" in capsys.readouterr().err
+
+
+def _popqa(tmp_path: Path, question: str, popularity: int) -> Path:
+    path = tmp_path / "popqa.tsv"
+    path.write_text(f'question\tpossible_answers\ts_pop\n{question}\t["Danube"]\t{popularity}\n')
+    return path
+
+
+@pytest.mark.parametrize(("popularity", "retrieve"), [(10, True), (5000, False)])
+def test_route_decides_the_popularity_policy_from_raqa_popqa(
+    monkeypatch: pytest.MonkeyPatch, tiny_pages, tiny_index, tmp_path: Path, capsys, popularity, retrieve
+) -> None:
+    from adapt_fakes import FakeAdaptModel, knows_paris
+
+    from raqa.when_to_retrieve.model import ADAPT_DIR
+
+    question = "Which river flows through Austria?"
+    monkeypatch.setenv("RAQA_POPQA", str(_popqa(tmp_path, question, popularity)))
+    monkeypatch.setenv("RAQA_POP_THRESHOLD", "100")
+    monkeypatch.setenv("RAQA_MODEL", "/some/other/model")
+    loads: list[AppConfig] = []
+
+    def load(cls, config: AppConfig, **kwargs) -> Service:
+        from raqa.service import _load_popularity
+
+        loads.append(config)
+        service = Service(config, tiny_pages, tiny_index, ScriptedBackend([]), "tiny", {})
+        service.adapt = FakeAdaptModel(knows_paris)
+        service.popularity = _load_popularity(config.popqa)
+        return service
+
+    monkeypatch.setattr(Service, "load", classmethod(load))
+    argv = ["route", question, "--policies", "popularity,never", "--adapters", str(ADAPT_DIR)]
+    assert main(argv) == 0
+    events = json_lines(capsys.readouterr().out)
+    decision = events[0]
+    assert (decision["type"], decision["policy"], decision["retrieve"]) == ("decision", "popularity", retrieve)
+    assert (decision["popularity"], decision["threshold"]) == (popularity, 100)
+    assert [e["type"] for e in events if e["policy"] == "popularity"][-1] == "answer"
+    assert [e["type"] for e in events if e["policy"] == "never"] == ["decision", "answer"]
+    assert loads[0].model is None and loads[0].adapter is None  # the adapters' own model, whatever RAQA_MODEL says
+
+
+def test_route_without_a_when_to_retrieve_model_exits_2(
+    monkeypatch: pytest.MonkeyPatch, tiny_pages, tiny_index, tmp_path: Path, capsys
+) -> None:
+    """A service without adapters (here: not the embedded model) and adapters that cannot load: exit 2, a reason."""
+    from raqa.when_to_retrieve import model as adapt_model
+
+    def load(cls, config: AppConfig, **kwargs) -> Service:
+        return Service(config, tiny_pages, tiny_index, ScriptedBackend([]), "tiny", {})
+
+    def no_adapters(*args, **kwargs):
+        raise ModelError("Adapt-LLM needs the embedded model (python -m raqa train-adapt).")
+
+    monkeypatch.setattr(Service, "load", classmethod(load))
+    monkeypatch.setattr(adapt_model, "load_adapt_model", no_adapters)
+    assert main(["route", "Everest?", "--adapters", str(adapt_model.ADAPT_DIR)]) == 2
+    assert "train-adapt" in capsys.readouterr().err
+
+
+def test_experiment_runs_through_the_registry_and_writes_its_record(
+    tiny_service, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys
+) -> None:
+    from raqa.evaluation import questions
+    from raqa.evaluation.questions import QAItem
+
+    tiny_service(*[DECLINE] * 20)
+    items = [QAItem("t-1", "Which river flows through Austria?", ("Danube",))]
+    monkeypatch.setattr(questions, "load_questions", lambda *args: items)
+    argv = ["experiment", "topk_vs_iterative", "--limit", "1", "--seed", "3", "--out", str(tmp_path)]
+    assert main(argv) == 0
+    record = json.loads((tmp_path / "topk_vs_iterative-nq.json").read_text())
+    assert record["command"] == "python -m raqa experiment topk_vs_iterative --dataset nq --limit 1 --seed 3"
+    assert record["sample"] == {"split": "test", "limit": 1, "seed": 3, "pool": 1}
+    assert (record["model"], record["corpus"]) == ("scripted", "tiny (8 pages)")
+    assert {"code_version", "created", "machine"} <= record.keys()
+    assert set(record["results"]["configs"]) == {"topk_k5", "topk_k10", "topk_k20", "iterative_w3_k15"}
+    assert "wrote " in capsys.readouterr().err
+
+
+def test_reader_comparison_with_an_unknown_reader_exits_2(tiny_service, monkeypatch, tmp_path: Path, capsys) -> None:
+    from raqa.evaluation import questions
+
+    tiny_service()
+    monkeypatch.setattr(questions, "load_questions", lambda *args: [])
+    argv = ["experiment", "reader_comparison", "--reader", "nope", "--out", str(tmp_path)]
+    assert main(argv) == 2
+    assert "Invalid reader: 'nope'. Choose from: base." in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_every_verb_has_help_and_the_cli_never_imports_gradio_or_torch() -> None:
+    verbs = ["ask", "route", "bench", "experiment", "train-reader", "train-adapt", "eval-adapt", "load-test"]
+    verbs += ["soak", "batch", "scale-bench"]
+    code = (
+        "import sys, contextlib, io\n"
+        "from raqa.cli import main\n"
+        f"for verb in {verbs!r}:\n"
+        "    with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+        "        main([verb, '--help'])\n"
+        "print(sorted(m for m in ('gradio', 'torch', 'transformers') if m in sys.modules))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"

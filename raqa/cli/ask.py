@@ -26,10 +26,10 @@ def check_endpoint(reader: str | None, config) -> None:
     """For endpoint:NAME, that NAME is in the RAQA_ENDPOINTS file; ValueError listing the names if not."""
     if reader is None or not reader.startswith(ENDPOINT_PREFIX):
         return
-    from raqa.models.endpoints_file import ENDPOINTS_ENV, load_endpoints
+    from raqa.models.endpoints_file import ENDPOINTS_ENV, configured_endpoints
 
     name = reader.removeprefix(ENDPOINT_PREFIX)
-    names = [c.name for c in load_endpoints(config.endpoints)] if config.endpoints else []
+    names = [c.name for c in configured_endpoints(config)]
     if name not in names:
         listed = ", ".join(names) if names else f"none ({ENDPOINTS_ENV} is not set)"
         raise ValueError(f"Invalid endpoint: {name!r}. Choose from: {listed}.")
