@@ -8,8 +8,8 @@ is recomputed when the page loads.
 
 Experiments: recall (Table 1), topk_vs_iterative (Table 2), window_order (Figure 5),
 negative_windows (Figures 6-7), unanswerable, reader_comparison. registry.py names each with its default
-limit and what it needs, and is what `python -m raqa experiment NAME` runs. What they leave out: the paper's KILT corpus and
-its strong model; everything here runs on the embedded corpus and the configured model.
+limit and what it needs, and is what `python -m raqa experiment NAME` runs. What they leave out: the
+paper's KILT corpus and its strong model; everything here runs on the embedded corpus and the configured model.
 """
 
 from __future__ import annotations
