@@ -151,6 +151,8 @@ def run(
     progress: Progress,
 ) -> Run:
     """Run the experiment and say what made it; the runner's SettingsError, ModelError, QuestionsError pass."""
+    if "reader" in experiment.options:
+        service.reader(options.reader)  # loaded (or refused, naming the readers) before the clock starts
     inputs = Inputs(service, pool, PositiveIndex(service.pages), limit, options, progress)
     results, seconds = records.timed(experiment.runner, inputs)
     about = {
