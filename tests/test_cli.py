@@ -450,3 +450,29 @@ def test_every_verb_has_help_and_the_cli_never_imports_gradio_or_torch() -> None
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+def test_train_reader_and_train_adapt_pass_their_options_to_the_one_trainers_configs(monkeypatch, tmp_path):
+    from dataclasses import replace
+
+    import raqa.training.reader
+    import raqa.training.when_to_retrieve
+    from raqa.cli import main
+    from raqa.training.lora import ADAPT_LORA, READER_LORA
+
+    seen = {}
+
+    def reader(out, limit, settings, *args, **kwargs):
+        seen["reader"] = settings
+        return {"answer_threshold": 0.5, "calibration": {}, "wall_seconds": 1.0}
+
+    def adapt(out, limit, settings, *args, **kwargs):
+        seen["adapt"] = settings
+        return {"wall_seconds": 1.0, "data": {}}
+
+    monkeypatch.setattr(raqa.training.reader, "train_reader", reader)
+    monkeypatch.setattr(raqa.training.when_to_retrieve, "train_adapt", adapt)
+    assert main(["train-reader", "--accumulation", "8", "--rank", "4", "--out", str(tmp_path / "r")]) == 0
+    assert main(["train-adapt", "--batch", "16", "--micro-batch", "4", "--out", str(tmp_path / "a")]) == 0
+    assert seen["reader"] == replace(READER_LORA, batch=8, rank=4)
+    assert seen["adapt"] == replace(ADAPT_LORA, batch=16, micro_batch=4)

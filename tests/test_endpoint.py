@@ -18,7 +18,7 @@ from fault_server import FaultServer, Reply, chunk, streamed
 from raqa.config import AppConfig, RunSettings
 from raqa.models.base import Choice, ModelError, Usage
 from raqa.models.endpoint import EndpointBackend, EndpointConfig
-from raqa.models.endpoints_file import EndpointConfigError, configured_endpoints, endpoints_from_env, load_endpoints
+from raqa.models.endpoints_file import EndpointConfigError, configured_endpoints, load_endpoints
 from raqa.models.openai_stream import choice_probabilities, estimate_tokens, plan_budget, retry_after, sse_data
 from raqa.reading.engine import reply_plan, run
 from raqa.reading.events import Final, ReplyDelta, RunFailed, WindowVerdict, to_json
@@ -367,9 +367,9 @@ def test_load_endpoints_reads_entries_with_defaults(tmp_path):
 def test_the_endpoints_file_is_the_one_config_names(tmp_path, monkeypatch):
     path = write(tmp_path, [GOOD])
     monkeypatch.setenv("RAQA_ENDPOINTS", str(path))
-    assert configured_endpoints(AppConfig.from_env()) == endpoints_from_env() == load_endpoints(path)
+    assert configured_endpoints(AppConfig.from_env()) == load_endpoints(path)
     monkeypatch.setenv("RAQA_ENDPOINTS", "")
-    assert endpoints_from_env() == []
+    assert configured_endpoints(AppConfig.from_env()) == []
 
 
 @pytest.mark.parametrize(

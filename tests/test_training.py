@@ -11,7 +11,7 @@ from raqa.evaluation.metrics import auc
 from raqa.reading.readers import CARD_FILE, load_reader
 from raqa.training.calibration import choose_threshold
 from raqa.training.lora import READER_LORA, Encoded, TrainLog, save, target_losses, token_weights, train
-from raqa.training.reader import READER_LABEL, loss_summary, reader_settings
+from raqa.training.reader import READER_LABEL, loss_summary
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -115,13 +115,6 @@ def test_a_few_lora_steps_lower_the_loss_and_train_only_the_adapter(tmp_path):
     merged = peft_model.merge_and_unload()
     changed = [n for n, p in merged.named_parameters() if not torch.equal(p.detach().cpu(), frozen[n])]
     assert changed and all(any(m in n for m in settings.target_modules) for n in changed)
-
-
-def test_train_readers_options_change_the_reader_config():
-    assert reader_settings() == READER_LORA
-    assert reader_settings(accumulation=8, rank=4, page_tokens=100) == replace(
-        READER_LORA, batch=8, rank=4, page_tokens=100
-    )
 
 
 def test_loss_summary_reads_the_log():

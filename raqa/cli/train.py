@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from raqa.cli.output import error, say
@@ -19,16 +20,18 @@ def _cache(args: argparse.Namespace) -> Path:
 
 
 def cmd_train_reader(args: argparse.Namespace) -> int:
-    from raqa.training.reader import LoraSettings, train_reader
+    from raqa.training.lora import READER_LORA
+    from raqa.training.reader import train_reader
 
     if args.limit < 4 or args.epochs < 1 or args.calibration < 1 or not 0 <= args.verdict_weight <= 1:
         return error("--limit must be at least 4, --epochs and --calibration at least 1, --verdict-weight from 0 to 1.")
-    settings = LoraSettings(
+    settings = replace(
+        READER_LORA,
         rank=args.rank,
         alpha=args.alpha,
         lr=args.lr,
         epochs=args.epochs,
-        accumulation=args.accumulation,
+        batch=args.accumulation,  # train-reader calls the windows per optimiser step --accumulation
         verdict_weight=args.verdict_weight,
         page_tokens=args.page_tokens,
         seed=args.seed,
@@ -44,10 +47,11 @@ def cmd_train_reader(args: argparse.Namespace) -> int:
 
 
 def cmd_train_adapt(args: argparse.Namespace) -> int:
-    from raqa.training.lora import LoraSettings
+    from raqa.training.lora import ADAPT_LORA
     from raqa.training.when_to_retrieve import train_adapt
 
-    settings = LoraSettings(
+    settings = replace(
+        ADAPT_LORA,
         rank=args.rank,
         alpha=args.alpha,
         lr=args.lr,

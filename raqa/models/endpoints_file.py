@@ -101,8 +101,3 @@ def load_endpoints(path: str | Path) -> list[EndpointConfig]:
 def configured_endpoints(config: AppConfig) -> list[EndpointConfig]:
     """The endpoints of the file config.endpoints names (RAQA_ENDPOINTS), or none when it names none."""
     return load_endpoints(config.endpoints) if config.endpoints else []
-
-
-def endpoints_from_env() -> list[EndpointConfig]:
-    """Deprecated, for callers not yet given their AppConfig: configured_endpoints(AppConfig.from_env())."""
-    return configured_endpoints(AppConfig.from_env())

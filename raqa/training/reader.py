@@ -16,28 +16,16 @@ import json
 import math
 import time
 from collections.abc import Callable
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from pathlib import Path
 
 from raqa.reading.readers import CARD_FILE
 from raqa.training.calibration import base_scores, calibrate
-from raqa.training.lora import LOG_FILE, READER_LORA, Encoded, Example, LoraSettings, TrainLog, encode, save, train
+from raqa.training.lora import LOG_FILE, Encoded, Example, LoraSettings, TrainLog, encode, save, train
 from raqa.training.reader_data import WindowExample, example_messages
 
 READER_LABEL = "Abstention-tuned reader"
 CALIBRATION_PER_KIND = 20  # held-out dev windows of each kind per dataset
-
-
-def reader_settings(accumulation: int | None = None, **changes) -> LoraSettings:
-    """READER_LORA with some fields changed; `accumulation` is train-reader's name for `batch`.
-
-    Example:
-        >>> reader_settings(accumulation=8, epochs=2).batch
-        8
-    """
-    if accumulation is not None:
-        changes["batch"] = accumulation
-    return replace(READER_LORA, **changes)
 
 
 def encode_window(example: WindowExample, tokenizer, page_tokens: int, shots: int) -> Encoded:
