@@ -37,7 +37,7 @@ def cmd_load_test(args: argparse.Namespace) -> int:
 
     service = Service.load(app_config(args), progress=say)
     questions = sample_questions(args.sessions, args.seed)
-    form = ("Iterative", "forward", args.window, args.k, False, False)
+    form = ("iterative", "forward", args.window, args.k, False, False, None)
     demo, url = reliability.serve(service)
     try:
         results = reliability.drive_sessions(url, questions, form, progress=progress_line("sessions done"))
@@ -72,7 +72,7 @@ def cmd_soak(args: argparse.Namespace) -> int:
 
     service = Service.load(app_config(args), progress=say)
     questions = sample_questions(args.questions, args.seed)
-    form = ("Iterative", "forward", args.window, args.k, False, False)
+    form = ("iterative", "forward", args.window, args.k, False, False, None)
     result = reliability.soak(service, questions, args.runs, form, progress=progress_line("runs"))
     result |= {"form": list(form), "distinct_questions": len(questions)}
     print(

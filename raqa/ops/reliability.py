@@ -1,9 +1,10 @@
 """Measure the serving path the way visitors use it: many sessions at once, and a long soak.
 
 `serve` starts the real Gradio page on loopback; `drive_sessions` sends one question per session
-through its public API with gradio_client (one Client per session, so one queue session each), all
-at once, and times each to completion; `soak` runs one question after another through the page's
-`ask` generator and records the process's memory. `python -m raqa load-test` and
+through its `run_events` API with gradio_client (one Client per session, so one queue session each,
+in the same queue and on the same worker as the page's own runs), all at once, and times each to
+completion, keeping the run's events (the JSON of `ask --json`), not the page's HTML; `soak` runs one
+question after another through Service.plan/events and records the process's memory. `python -m raqa load-test` and
 `python -m raqa soak` use them on the real model and write result files; tests/test_serving.py uses
 them on a scripted model. Left out: a network between client and server, and more than one server
 process (a Space runs one).
@@ -22,17 +23,22 @@ from raqa.evaluation.records import provenance
 from raqa.ops.bench_timing import percentile
 from raqa.service import Service
 
-# The form's values after the question, in the order the /ask endpoint takes them.
-DEFAULT_FORM = ("Iterative", "forward", 3, 15, False, False)
+# The run's settings after the question, in the order the /run_events endpoint and Service.plan take them:
+# strategy, order, window, K, grounded only, rationale, reader (None = the page's default reader).
+DEFAULT_FORM = ("iterative", "forward", 3, 15, False, False, None)
 
 
 @dataclass(frozen=True)
 class SessionResult:
     question: str
     seconds: float  # from submitting to the last output
-    updates: int  # how many streamed outputs the session received
-    final: tuple | None  # the last outputs: answers, windows, pages, score chart, token meter
+    updates: int  # how many events the session received
+    events: tuple[dict, ...] = ()  # the run's events as JSON, in order (the last is final or run_failed)
     error: str | None = None
+
+    @property
+    def final(self) -> dict | None:
+        return self.events[-1] if self.events else None
 
 
 def free_port() -> int:
@@ -59,13 +65,13 @@ def _one_session(url: str, question: str, form: Sequence, start: threading.Barri
         client = Client(url, verbose=False)
         start.wait(timeout)
         began = time.perf_counter()
-        job = client.submit(question, *form, api_name="/ask")
+        job = client.submit(question, *form, api_name="/run_events")
         job.result(timeout=timeout)
-        outputs = job.outputs()
+        events = tuple(job.outputs())
         seconds = time.perf_counter() - began
-        return SessionResult(question, seconds, len(outputs), tuple(outputs[-1]) if outputs else None)
+        return SessionResult(question, seconds, len(events), events)
     except Exception as e:  # one failed session is a measured outcome, not a crash of the measurement
-        return SessionResult(question, time.perf_counter() - began, 0, None, f"{type(e).__name__}: {e}")
+        return SessionResult(question, time.perf_counter() - began, 0, (), f"{type(e).__name__}: {e}")
 
 
 def drive_sessions(
@@ -94,7 +100,7 @@ def drive_sessions(
         t.start()
     for t in threads:
         t.join(timeout + 60)
-    return [r or SessionResult(q, timeout, 0, None, "no result") for q, r in zip(questions, results, strict=True)]
+    return [r or SessionResult(q, timeout, 0, (), "no result") for q, r in zip(questions, results, strict=True)]
 
 
 def summarise(results: Sequence[SessionResult]) -> dict:
@@ -126,16 +132,15 @@ def soak(
     form: Sequence = DEFAULT_FORM,
     progress: Callable[[int, int], None] | None = None,
 ) -> dict:
-    """Run `runs` questions one after another through the page's generator; memory after each run."""
+    """Run `runs` questions one after another, as the page does (Service.plan, then its events); memory after
+    each run."""
     import gc
-
-    from raqa.web.ask_tab import ask
 
     memory: list[float] = []
     seconds: list[float] = []
     for i in range(runs):
         began = time.perf_counter()
-        for _ in ask(service, questions[i % len(questions)], *form):
+        for _ in service.events(service.plan(questions[i % len(questions)], *form)):
             pass
         seconds.append(time.perf_counter() - began)
         gc.collect()
@@ -155,14 +160,14 @@ def soak(
 
 
 def own_run_check(service: Service, results: Sequence[SessionResult], k: int) -> list[bool]:
-    """Did each session get its own run? Its retrieved pages must be those of its own question."""
-    from raqa.web.render import esc
-
+    """Did each session get its own run? Its run must be of its own question, with that question's pages."""
     checks = []
     for result in results:
-        hits = service.index.search(result.question, k)
-        pages_html = result.final[2] if result.final else ""
-        checks.append(bool(hits) and all(f'data-page-id="{esc(h.page.id)}"' in pages_html for h in hits))
+        expected = [h.page.id for h in service.index.search(result.question, k)]
+        started = next((e for e in result.events if e.get("type") == "run_started"), {})
+        retrieved = next((e for e in result.events if e.get("type") == "retrieved"), {})
+        pages = [h["page_id"] for h in retrieved.get("hits", [])]
+        checks.append(bool(expected) and started.get("question") == result.question and pages == expected)
     return checks
 
 
