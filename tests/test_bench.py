@@ -105,7 +105,10 @@ def test_build_rows_reports_targets_from_the_numbers():
     assert rows["first verdict max"].met is False
     assert rows["app start, cached"].met is True
     assert rows["ask start, cached"] == Row(
-        "ask start, cached (new process, to first verdict)", "5.5 s (ready 4.0 s, final 7.2 s)", "< 6 s", True
+        "ask start, cached (new process, until its run begins)",
+        "4.0 s (first verdict 5.5 s, final 7.2 s)",
+        "< 6 s",
+        True,
     )
     assert rows["prefill"].result == "800 tok/s = 215.2 GFLOP/s"
     assert rows["iterative / Top-K"].result == "0.35 (1.20 windows read)"
@@ -134,13 +137,13 @@ def test_json_record_is_serialisable():
 @pytest.mark.parametrize(
     ("ask", "result", "met"),
     [
-        (AskStart("q", 1.5, 6.0, 9.0), "6.0 s (ready 1.5 s, final 9.0 s)", False),
-        (AskStart("q", 1.5, 17.4, None), "17.4 s (ready 1.5 s, no final)", False),
-        (AskStart("q", 1.5, None, 3.0), "no window verdict (ready 1.5 s, final 3.0 s)", False),
-        (AskStart("q", None, None, None), "no window verdict (never ready, no final)", False),
+        (AskStart("q", 1.5, 6.0, 9.0), "1.5 s (first verdict 6.0 s, final 9.0 s)", True),
+        (AskStart("q", 6.2, 17.4, None), "6.2 s (first verdict 17.4 s, no final)", False),
+        (AskStart("q", 1.5, None, 3.0), "1.5 s (no window verdict, final 3.0 s)", True),
+        (AskStart("q", None, None, None), "never began (no window verdict, no final)", False),
     ],
 )
-def test_ask_start_row_misses_the_target_when_slow_or_without_a_verdict(ask, result, met):
+def test_ask_start_row_is_judged_on_the_start_like_the_app_start(ask, result, met):
     row = bench.ask_start_row(ask)
     assert (row.result, row.target, row.met) == (result, "< 6 s", met)
 

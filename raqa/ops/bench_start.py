@@ -64,8 +64,10 @@ ASK_TIMEOUT_S = 600.0
 
 class AskStart(NamedTuple):
     question: str
-    run_started_s: float | None  # from launching `python -m raqa ask --json` to its run_started line (loaded)
-    first_verdict_s: float | None  # ... to its first window_verdict line (what the target judges)
+    run_started_s: (
+        float | None
+    )  # from launching `python -m raqa ask --json` to its run_started line (loaded; what the target judges)
+    first_verdict_s: float | None  # ... to its first window_verdict line
     final_s: float | None  # ... to its final (or run_failed) line; None when it never printed one
 
 
