@@ -413,7 +413,10 @@ def test_experiment_runs_through_the_registry_and_writes_its_record(
 
     tiny_service(*[DECLINE] * 20)
     items = [QAItem("t-1", "Which river flows through Austria?", ("Danube",))]
+    from raqa.evaluation import registry
+
     monkeypatch.setattr(questions, "load_questions", lambda *args: items)
+    monkeypatch.setattr(registry, "load_questions", lambda *args: items)  # imported by name there
     argv = ["experiment", "topk_vs_iterative", "--limit", "1", "--seed", "3", "--out", str(tmp_path)]
     assert main(argv) == 0
     record = json.loads((tmp_path / "topk_vs_iterative-nq.json").read_text())
