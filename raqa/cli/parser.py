@@ -90,6 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
     verbs = (_ask, _bench, _experiment, _train_reader, _route, _train_adapt, _eval_adapt, _load_test, _soak, _batch)
     for add in (*verbs, _scale_bench):
         add(sub)
+    _train_judge(sub)
     return parser
 
 
@@ -140,10 +141,23 @@ def _experiment(sub) -> None:
     )
     experiment.add_argument("--seed", type=int, default=0)
     experiment.add_argument("--out", help="folder for the JSON (default assets/results)")
-    experiment.add_argument("--reader", default="abstain", help="reader_comparison: the trained reader's folder name")
+    experiment.add_argument(
+        "--reader",
+        default="abstain",
+        help="reader_comparison: the readers compared with the base model, comma-separated (a trained reader's "
+        "folder name, base+judge, judge)",
+    )
     experiment.add_argument("--questions", type=int, default=25, help="reader_comparison: questions per reading order")
     experiment.add_argument(
         "--unanswerable", type=int, default=30, help="reader_comparison: NQ test questions with no answer in the corpus"
+    )
+    experiment.add_argument(
+        "--window",
+        type=int,
+        default=3,
+        choices=range(1, 11),
+        metavar="1-10",
+        help="reader_comparison: pages per window",
     )
     add_model_options(experiment)
     experiment.set_defaults(func=command("experiments:cmd_experiment"))
@@ -181,6 +195,28 @@ def _train_reader(sub) -> None:
     train.add_argument("--out", default="assets/readers/abstain", help="folder for the adapter and its card")
     train.add_argument("--cache", help="cache folder for the index and model (env RAQA_CACHE)")
     train.set_defaults(func=command("train:cmd_train_reader"))
+
+
+def _train_judge(sub) -> None:
+    import os
+
+    judge = sub.add_parser("train-judge", help="train the answer judge (MiniLM QA head) on dev pages; measure on test")
+    judge.add_argument("--method", default="full", choices=["full", "lora"], help="every weight, or LoRA + QA head")
+    judge.add_argument("--epochs", type=int, default=2)
+    judge.add_argument("--lr", type=float, default=5e-5)
+    judge.add_argument("--batch", type=int, default=16)
+    judge.add_argument("--max-tokens", type=int, default=256, help="question + page, in encoder tokens")
+    judge.add_argument("--per-question", type=int, default=2, help="positive pages per question (as many negatives)")
+    judge.add_argument("--rank", type=int, default=16, help="LoRA rank (--method lora)")
+    judge.add_argument("--alpha", type=int, default=32, help="LoRA alpha (--method lora)")
+    judge.add_argument("--limit", type=int, help="training pairs per dataset (default: all dev questions)")
+    judge.add_argument("--holdout", type=int, default=1000, help="dev questions per dataset held out (threshold)")
+    judge.add_argument("--test-pairs", type=int, default=300, help="test pages per kind and dataset measured")
+    judge.add_argument("--threads", type=int, default=os.cpu_count() or 2, help="torch CPU threads")
+    judge.add_argument("--seed", type=int, default=0)
+    judge.add_argument("--out", default="assets/judge", help="folder for the judge and its card")
+    judge.add_argument("--cache", help="cache folder for the index (env RAQA_CACHE)")
+    judge.set_defaults(func=command("judge:cmd_train_judge"))
 
 
 def _train_adapt(sub) -> None:

