@@ -15,7 +15,15 @@ import pytest
 from raqa.evaluation.positives import PositiveIndex
 from raqa.models.base import ModelError
 from raqa.reading import judge as runtime
-from raqa.reading.judge import CARD_FILE, JUDGE_DIR, AnswerJudge, JudgeReading, base_encoder_dir, best_spans
+from raqa.reading.judge import (
+    CARD_FILE,
+    JUDGE_DIR,
+    AnswerJudge,
+    JudgeReading,
+    base_encoder_dir,
+    best_spans,
+    probability,
+)
 from raqa.retrieval.corpus import Page
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -102,6 +110,22 @@ def test_a_few_steps_then_save_load_and_read(tmp_path, tokenizer, tiny_pages, ti
     assert judge.read(QUESTION, []) == []
 
 
+def test_p_answer_uses_the_card_s_scale_and_bias_and_the_measurement_reports_it(
+    tmp_path, tokenizer, tiny_pages, tiny_index
+) -> None:
+    from raqa.training.judge_eval import measure
+
+    folder = trained_folder(tmp_path, tokenizer, tiny_pages, tiny_index)
+    card = json.loads((folder / CARD_FILE).read_text())
+    (folder / CARD_FILE).write_text(json.dumps({**card, "margin_scale": 0.0, "margin_bias": 2.0}))
+    judge = AnswerJudge.load(folder)
+    assert [r.p_answer for r in judge.read(QUESTION, tiny_pages[:2])] == [pytest.approx(1 / (1 + math.exp(-2)))] * 2
+    result = measure(judge, pairs(tiny_pages, tiny_index), judge.threshold)
+    assert result["pairs"] == {"positive": 1, "negative": 1, "questions": 1}
+    assert result["auc"]["value"] == 0.5 and result["auc"]["n_positive"] == 1  # equal scores tie
+    assert result["at_threshold"]["negative_pages_answered"]["value"] == 1.0 and result["ms_per_page"] > 0
+
+
 def test_a_lora_judge_loads_over_the_installed_base(tmp_path, tokenizer, tiny_pages, tiny_index, monkeypatch) -> None:
     folder = trained_folder(tmp_path, tokenizer, tiny_pages, tiny_index, method="lora")
     assert (folder / "adapter_model.safetensors").is_file() and not (folder / "model.safetensors").exists()
@@ -116,10 +140,12 @@ def test_best_spans_stay_in_one_sentence_of_the_page_text_and_compare_with_the_n
     start = torch.tensor([[0.0, 9.0, 1.0, 2.0, 0.0, 4.0]])
     end = torch.tensor([[0.0, 9.0, 0.0, 3.0, 0.0, 5.0]])
     sentences = [torch.tensor([-1, -1, 0, 0, 1, 1])]  # [CLS] and the question are not answers
-    [(p, i, j)] = best_spans(start, end, sentences)  # 2 + 5 would score more, but crosses into the next sentence
-    assert (i, j) == (5, 5) and p == pytest.approx(1 / (1 + math.exp(-9.0)))
-    [(p, i, j)] = best_spans(start, end, [torch.full((6,), -1)])
-    assert (p, i, j) == (0.0, None, None)
+    [(margin, i, j)] = best_spans(start, end, sentences)  # 2 + 5 would score more, but crosses a sentence end
+    assert (i, j) == (5, 5) and margin == pytest.approx(9.0)
+    [(margin, i, j)] = best_spans(start, end, [torch.full((6,), -1)])
+    assert (margin, i, j) == (-math.inf, None, None)
+    assert probability(9.0) == pytest.approx(1 / (1 + math.exp(-9.0))) and probability(-math.inf) == 0.0
+    assert probability(-1000.0, 2.0, 1.0) == 0.0 and probability(1000.0) == 1.0  # no overflow
 
 
 def test_token_sentences_number_the_page_sentences_after_the_title(tokenizer) -> None:

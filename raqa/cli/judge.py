@@ -1,6 +1,7 @@
 """`train-judge`: check the numbers, then hand over to raqa.training.judge (torch loads there).
 
 Prints a short JSON summary on stdout (threshold, test AUCs, wall time); exit status 2 on bad input.
+With --measure-only, a trained judge folder is refitted (p_answer, threshold) and measured again, no training.
 """
 
 from __future__ import annotations
@@ -42,7 +43,16 @@ def cmd_train_judge(args: argparse.Namespace) -> int:
         + f"--holdout {args.holdout} --test-pairs {args.test_pairs} --seed {args.seed} --out {args.out}"
     )
     cache = Path(args.cache) if args.cache else default_cache_dir()
-    card = train_judge(Path(args.out), settings, cache, command, args.limit, args.holdout, args.test_pairs, say=say)
+    if args.measure_only:
+        from raqa.models.base import ModelError
+        from raqa.training.judge import remeasure
+
+        try:
+            card = remeasure(Path(args.out), cache, f"python -m raqa train-judge --measure-only --out {args.out}", say)
+        except ModelError as e:
+            return error(e)
+    else:
+        card = train_judge(Path(args.out), settings, cache, command, args.limit, args.holdout, args.test_pairs, say=say)
     summary = {
         "threshold": card["threshold"],
         "auc": {d: round(m["auc"]["value"], 3) for d, m in card["test"].items()},

@@ -216,6 +216,11 @@ def _train_judge(sub) -> None:
     judge.add_argument("--seed", type=int, default=0)
     judge.add_argument("--out", default="assets/judge", help="folder for the judge and its card")
     judge.add_argument("--cache", help="cache folder for the index (env RAQA_CACHE)")
+    judge.add_argument(
+        "--measure-only",
+        action="store_true",
+        help="no training: refit p_answer and the threshold of the judge in --out and measure it again",
+    )
     judge.set_defaults(func=command("judge:cmd_train_judge"))
 
 

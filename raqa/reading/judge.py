@@ -4,8 +4,9 @@ A MiniLM encoder with a question-answering head, fine-tuned SQuAD-2.0 style (ans
 [CLS]) by `python -m raqa train-judge` (raqa/training/judge.py). It reads the question with each page
 ("title\\ntext", cut to `max_tokens`) in one batched forward pass and gives, per page, a `JudgeReading`:
 
-    p_answer   sigmoid(best span score - no-answer score): P(the page states the answer), compared with
-               `AnswerJudge.threshold` (chosen on held-out dev pairs, stored in the card as "threshold")
+    p_answer   P(the page states the answer): sigmoid(scale * margin + bias), margin = best span score minus
+               the no-answer score (SQuAD 2.0), scale and bias fitted on held-out dev pairs (Platt scaling,
+               card "margin_scale", "margin_bias"); compare it with `AnswerJudge.threshold` (card "threshold")
     answer     the best span as the page writes it (always the best one found, even when p_answer is low)
     sentence   the page sentence (text.split_sentences) that holds the span
 
@@ -25,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -133,11 +135,11 @@ def token_sentences(encoding, row: int, shift: int, text: str):
 
 
 def best_spans(start_logits, end_logits, sentences, max_answer_tokens: int = MAX_ANSWER_TOKENS):
-    """Per row: (p_answer, start token, end token) of the best span within one sentence of the page text.
+    """Per row: (margin, start token, end token) of the best span within one sentence of the page text.
 
     sentences: per row, the sentence index of each token (-1: not page text), as token_sentences gives.
-    p_answer = sigmoid(best span score - null score), null = start[0] + end[0] (the [CLS] token), SQuAD-2 style.
-    A row without page-text tokens gets p_answer 0 and no span.
+    margin = best span score - null score, null = start[0] + end[0] (the [CLS] token), SQuAD-2 style.
+    A row without page-text tokens gets margin -inf and no span.
     """
     import torch
 
@@ -148,13 +150,25 @@ def best_spans(start_logits, end_logits, sentences, max_answer_tokens: int = MAX
         band = torch.ones(n, n, dtype=torch.bool).triu().tril(max_answer_tokens - 1)
         allowed = (sentence[:, None] == sentence[None, :]) & (sentence[:, None] >= 0) & band
         if not allowed.any():
-            out.append((0.0, None, None))
+            out.append((-math.inf, None, None))
             continue
         flat = scores.masked_fill(~allowed, float("-inf")).argmax()
         i, j = divmod(int(flat), n)
-        p = torch.sigmoid(scores[i, j] - (start[0] + end[0])).item()
-        out.append((p, i, j))
+        out.append((float(scores[i, j] - (start[0] + end[0])), i, j))
     return out
+
+
+def probability(margin: float, scale: float = 1.0, bias: float = 0.0) -> float:
+    """sigmoid(scale * margin + bias), without overflow.
+
+    Example:
+        >>> probability(0.0), probability(-math.inf), round(probability(2.0, 0.5, -1.0), 3)
+        (0.5, 0.0, 0.5)
+    """
+    z = scale * margin + bias
+    if z >= 0:
+        return 1.0 / (1.0 + math.exp(-z))
+    return 0.0 if z == -math.inf else math.exp(z) / (1.0 + math.exp(z))
 
 
 class AnswerJudge:
@@ -163,11 +177,14 @@ class AnswerJudge:
     def __init__(
         self, model, tokenizer, threshold: float = 0.5, max_tokens: int = MAX_TOKENS, card: dict | None = None
     ):
+        card = card or {}
         self.model = model.eval()
         self.tokenizer = tokenizer
         self.threshold = threshold  # p_answer at or above this: the page states the answer
         self.max_tokens = max_tokens
-        self.card = card or {}
+        self.card = card
+        self.scale = float(card.get("margin_scale", 1.0))  # p_answer = sigmoid(scale * margin + bias)
+        self.bias = float(card.get("margin_bias", 0.0))
 
     @classmethod
     def load(cls, folder: str | Path = JUDGE_DIR) -> AnswerJudge:
@@ -191,7 +208,14 @@ class AnswerJudge:
         return cls(model, tokenizer, float(card.get("threshold", 0.5)), int(card.get("max_tokens", MAX_TOKENS)), card)
 
     def read(self, question: str, pages: Sequence[Page | Hit]) -> list[JudgeReading]:
-        """One reading per page, in the order given (Hits are read as their pages)."""
+        """One reading per page, in the order given (Hits are read as their pages), in one forward pass."""
+        return [
+            JudgeReading(probability(margin, self.scale, self.bias), answer, sentence)
+            for margin, answer, sentence in self.spans(question, pages)
+        ]
+
+    def spans(self, question: str, pages: Sequence[Page | Hit]) -> list[tuple[float, str | None, str | None]]:
+        """Per page: (margin, answer, sentence) before the margin becomes a probability (read() does that)."""
         import torch
 
         pages = [p.page if isinstance(p, Hit) else p for p in pages]
@@ -203,16 +227,16 @@ class AnswerJudge:
             output = self.model(**inputs)
         shifts = [page_context(p)[1] for p in pages]
         sentences = [token_sentences(encoding, row, shifts[row], page.text) for row, page in enumerate(pages)]
-        readings = []
-        for row, (p, i, j) in enumerate(best_spans(output.start_logits, output.end_logits, sentences)):
+        found = []
+        for row, (margin, i, j) in enumerate(best_spans(output.start_logits, output.end_logits, sentences)):
             if i is None:
-                readings.append(JudgeReading(p, None, None))
+                found.append((margin, None, None))
                 continue
             offsets = encoding["offset_mapping"][row]
             text = pages[row].text
             first, last = whole_words(text, int(offsets[i][0]) - shifts[row], int(offsets[j][1]) - shifts[row])
-            readings.append(JudgeReading(p, text[first:last], sentence_at(text, first)))
-        return readings
+            found.append((margin, text[first:last], sentence_at(text, first)))
+        return found
 
 
 @contextlib.contextmanager

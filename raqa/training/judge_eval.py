@@ -8,17 +8,20 @@ shipped model's. On answer-bearing vs answer-free pages from BM25's top 15 (judg
     at_threshold   share of positive / negative pages at or above the card's threshold (Wilson intervals)
     ms_per_page    wall time of read() per page, pages of one question read together
 
-The threshold maximises Youden's J (true-positive minus false-positive rate) on held-out dev pairs.
+p_answer's scale and bias (Platt scaling of the span-vs-no-answer margin) and the threshold (Youden's J: true-positive
+minus false-positive rate) are fitted on held-out dev pairs, balanced, so p_answer reads as P(answer) at even odds.
 """
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Sequence
 
 import numpy as np
 
 from raqa.evaluation.metrics import estimate, exact_match, f1, proportion
+from raqa.reading.judge import CARD_FILE, probability
 from raqa.training.judge_data import JudgePair
 
 
@@ -60,46 +63,95 @@ def choose_threshold(negative: Sequence[float], positive: Sequence[float]) -> fl
     return float(np.floor(best * 1e4) / 1e4)  # rounded down, so the chosen pages stay at or above it
 
 
+def fit_platt(negative: Sequence[float], positive: Sequence[float], ridge: float = 1e-3) -> tuple[float, float]:
+    """(scale, bias) of the logistic fit P(positive | margin) = sigmoid(scale * margin + bias) (Newton's method).
+
+    Example:
+        >>> scale, bias = fit_platt([-3.0, -2.0, -1.0, 0.5], [-0.5, 1.0, 2.0, 3.0])
+        >>> scale > 0 and abs(bias) < 1
+        True
+    """
+    x = np.asarray([*negative, *positive], float)
+    floor = x[np.isfinite(x)].min(initial=0.0) - 1.0
+    x = np.where(np.isfinite(x), x, floor)  # a page without a span scores below every other
+    y = np.asarray([0.0] * len(negative) + [1.0] * len(positive))
+    features = np.stack([x, np.ones_like(x)], axis=1)
+    w = np.zeros(2)
+    for _ in range(50):
+        p = 1.0 / (1.0 + np.exp(-(features @ w)))
+        gradient = features.T @ (p - y) + ridge * w
+        hessian = features.T @ (features * (p * (1 - p))[:, None]) + ridge * np.eye(2)
+        step = np.linalg.solve(hessian, gradient)
+        w -= step
+        if np.abs(step).max() < 1e-8:
+            break
+    return round(float(w[0]), 6), round(float(w[1]), 6)
+
+
 def read_pairs(judge, pairs: Sequence[JudgePair]) -> tuple[list, float]:
-    """The judge's reading of each pair (in order), pages of one question read in one call; and ms per page."""
+    """(margin, answer, sentence) for each pair (in order), pages of one question read in one call; ms per page."""
     by_question: dict[str, list[int]] = {}
     for i, pair in enumerate(pairs):
         by_question.setdefault(pair.question_id, []).append(i)
-    readings: list = [None] * len(pairs)
+    found: list = [None] * len(pairs)
     started = time.perf_counter()
     for rows in by_question.values():
-        for row, reading in zip(rows, judge.read(pairs[rows[0]].question, [pairs[r].page for r in rows]), strict=True):
-            readings[row] = reading
-    return readings, 1000 * (time.perf_counter() - started) / max(1, len(pairs))
+        for row, span in zip(rows, judge.spans(pairs[rows[0]].question, [pairs[r].page for r in rows]), strict=True):
+            found[row] = span
+    return found, 1000 * (time.perf_counter() - started) / max(1, len(pairs))
 
 
-def measure(judge, pairs: Sequence[JudgePair], threshold: float) -> dict:
-    """The judge's metrics on labelled pairs (see the module docstring)."""
-    readings, ms = read_pairs(judge, pairs)
+def measure(judge, pairs: Sequence[JudgePair], threshold: float, spans: tuple[list, float] | None = None) -> dict:
+    """The judge's metrics on labelled pairs (see the module docstring); spans: read_pairs' result, if at hand."""
+    found, ms = spans or read_pairs(judge, pairs)
+    readings = [(probability(m, judge.scale, judge.bias), answer) for m, answer, _ in found]
     pos = [(p, r) for p, r in zip(pairs, readings, strict=True) if p.positive]
     neg = [r for p, r in zip(pairs, readings, strict=True) if not p.positive]
     return {
         "pairs": {"positive": len(pos), "negative": len(neg), "questions": len({p.question_id for p in pairs})},
-        "auc": auc_interval([r.p_answer for r in neg], [r.p_answer for _, r in pos]),
-        "exact_match": proportion([exact_match(r.answer, p.answers) for p, r in pos]).as_dict(),
-        "f1": estimate([f1(r.answer, p.answers) for p, r in pos], "mean"),
+        "auc": auc_interval([p for p, _ in neg], [p for _, (p, _) in pos]),
+        "exact_match": proportion([exact_match(a, p.answers) for p, (_, a) in pos]).as_dict(),
+        "f1": estimate([f1(a, p.answers) for p, (_, a) in pos], "mean"),
         "at_threshold": {
             "threshold": threshold,
-            "positive_pages_answered": proportion([r.p_answer >= threshold for _, r in pos]).as_dict(),
-            "negative_pages_answered": proportion([r.p_answer >= threshold for r in neg]).as_dict(),
+            "positive_pages_answered": proportion([p >= threshold for _, (p, _) in pos]).as_dict(),
+            "negative_pages_answered": proportion([p >= threshold for p, _ in neg]).as_dict(),
         },
         "ms_per_page": round(ms, 1),
         "examples": [
-            {
-                "question": p.question,
-                "page": p.page.title,
-                "gold": p.answers[:3],
-                "judge": r.answer,
-                "p": round(r.p_answer, 3),
-            }
-            for p, r in pos[:5]
+            {"question": p.question, "page": p.page.title, "gold": p.answers[:3], "judge": a, "p": round(pr, 3)}
+            for p, (pr, a) in pos[:5]
         ],
     }
+
+
+def evaluate(judge, held_pairs, index, positives, seed: int, test_per_kind: int, say=print) -> dict:
+    """Fit p_answer and the threshold on the held-out dev pairs, then measure on NQ and TriviaQA test pairs.
+
+    Sets judge.scale, judge.bias and judge.threshold; returns the card's fields for them and the metrics."""
+    from raqa.evaluation.questions import load_questions
+    from raqa.training.judge_data import measurement_pairs
+
+    say(f"Fitting p_answer and the threshold on {len(held_pairs)} held-out dev pairs")
+    held = read_pairs(judge, held_pairs)
+    margins = [m for m, _, _ in held[0]]
+    negative = [m for m, p in zip(margins, held_pairs, strict=True) if not p.positive]
+    judge.scale, judge.bias = fit_platt(negative, [m for m, p in zip(margins, held_pairs, strict=True) if p.positive])
+    calibrated = [probability(m, judge.scale, judge.bias) for m in margins]
+    judge.threshold = choose_threshold(
+        [c for c, p in zip(calibrated, held_pairs, strict=True) if not p.positive],
+        [c for c, p in zip(calibrated, held_pairs, strict=True) if p.positive],
+    )
+    fields = {"margin_scale": judge.scale, "margin_bias": judge.bias, "threshold": judge.threshold}
+    fields["calibration"] = measure(judge, held_pairs, judge.threshold, held)
+    fields["test"] = {}
+    for dataset in ("nq", "triviaqa"):
+        say(f"Measuring on {dataset} test pairs")
+        pairs = measurement_pairs(index, positives, dataset, test_per_kind, seed)
+        fields["test"][dataset] = measure(judge, pairs, judge.threshold)
+    timing_questions = [q.question for q in load_questions("nq", "test", limit=100, seed=seed)]
+    fields["timing"] = window_timing(judge, index, timing_questions)
+    return fields
 
 
 def window_timing(judge, index, questions: Sequence[str], window: int = 3) -> dict:
@@ -179,7 +231,8 @@ weight decay {s["weight_decay"]}, batch {s["batch"]}, question + page cut to {s[
 Whole command: {card["wall_seconds"] / 60:.1f} min. {card.get("why_method", "")}
 
 ## Metrics (answer-bearing vs answer-free pages from BM25's top 15, one of each per question; 95% intervals)
-Threshold `threshold` = {card["threshold"]} on p_answer (Youden's J on the held-out dev pairs).
+p_answer = sigmoid({card["margin_scale"]} x margin + {card["margin_bias"]}), margin = best span score minus no-answer
+score (Platt scaling on the held-out dev pairs); threshold `threshold` = {card["threshold"]} (Youden's J on them).
 
 | pairs | AUC | n (pos + neg) | exact match (pos.) | F1 (pos.) | pos. pages >= threshold | neg. pages >= threshold | ms/page |
 |---|---|---|---|---|---|---|---|
@@ -191,6 +244,20 @@ Reading a window of {card["timing"]["window"]} pages in one call: {card["timing"
 ## Limits
 Labels are lexical: a page that states the answer in other words counts as negative, and a page whose sentence
 names a gold answer for another reason can count as positive. Pages longer than {s["max_tokens"]} tokens are
-read only up to there. p_answer is a sigmoid of the span-vs-no-answer score gap, ranked well but not calibrated
-as a frequency; use the threshold. Trained on NQ and TriviaQA questions over this corpus only.
+read only up to there. p_answer is fitted on balanced dev pairs: read it as P(answer) at even odds, not as a
+frequency in a run, where most pages are answer-free. The threshold maximises true minus false positive rate; a
+caller that needs fewer false answers should raise it, along the rates above. Trained on NQ and TriviaQA questions
+over this corpus only.{_history(card)}
 """
+
+
+def _history(card: dict) -> str:
+    runs = card.get("earlier_runs") or []
+    lines = "".join(f"\n- `{r['command']}`: {r['result']}" for r in runs)
+    return f"\n\n## Earlier runs\n{lines.lstrip()}" if runs else ""
+
+
+def write_card(out, card: dict) -> None:
+    """The card (raqa_judge.json, which the runtime reads) and its README."""
+    (out / CARD_FILE).write_text(json.dumps(card, indent=1, ensure_ascii=False) + "\n")
+    (out / "README.md").write_text(readme(card))
