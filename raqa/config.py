@@ -17,6 +17,9 @@ from typing import Literal, get_args
 
 Strategy = Literal["iterative", "topk"]
 Order = Literal["forward", "backward"]
+# Who answers a window: the model; the model where the answer judge finds an answer (selective generation);
+# or the judge alone (an extractive reader, the baseline)
+ReaderMode = Literal["model", "model_judge", "judge"]
 
 # the repository's assets folder: CSS, examples, trained adapters and readers, committed results
 ASSETS_DIR = Path(__file__).resolve().parent.parent / "assets"
@@ -142,6 +145,8 @@ class RunSettings:
     reason_tokens: int = 24  # generation budget after "NOT FOUND" when a rationale is asked for
     answer_threshold: float = 0.5  # answer when P(ANSWER) / (P(ANSWER) + P(NOT)) reaches this
     shots: int = 2  # worked examples before the window (prompts.DEMONSTRATIONS)
+    reader_mode: ReaderMode = "model"  # who answers (see ReaderMode); judge modes need an answer judge
+    judge_threshold: float = 0.5  # the judge finds an answer on a page when its P(answer) reaches this (its card)
 
     def replace(self, **changes: object) -> RunSettings:
         return replace(self, **changes)

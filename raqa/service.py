@@ -27,7 +27,9 @@ from raqa.models.base import Backend, ModelError
 from raqa.models.local import TransformersBackend
 from raqa.reading.engine import run
 from raqa.reading.events import RunEvent
-from raqa.reading.readers import BASE_READER, Reader, available_readers
+from raqa.reading.judge import CARD_FILE as JUDGE_CARD
+from raqa.reading.judge import JUDGE_DIR, AnswerJudge
+from raqa.reading.readers import BASE_READER, JUDGE_READERS, Reader, available_readers
 from raqa.retrieval.corpus import Page, corpus_name, load_corpus
 from raqa.retrieval.index import BM25Index, load_or_build
 from raqa.text import normalize_answer
@@ -43,12 +45,13 @@ Progress = Callable[[str], None]
 
 @dataclass(frozen=True)
 class RunPlan:
-    """One run, fully decided: what the engine reads, with which reader and settings."""
+    """One run, fully decided: what the engine reads, with which reader, judge and settings."""
 
     question: str
     reader: Reader
     backend: Backend
     settings: RunSettings
+    judge: AnswerJudge | None = None  # reads every window's pages when there is one: the badge's evidence
 
 
 @dataclass
@@ -69,6 +72,9 @@ class Service:
     adapt: object | None = None
     adapt_loader: Callable[[], object] | None = None
     popularity: dict = field(default_factory=dict)  # normalised question -> popularity.PopItem (RAQA_POPQA)
+    # the answer judge (reading/judge.py), loaded by judge_loader on first use; both None: runs have no judge
+    judge: AnswerJudge | None = None
+    judge_loader: Callable[[], AnswerJudge] | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     # -- readers ---------------------------------------------------------------------------------------
@@ -91,8 +97,8 @@ class Service:
         return self.readers[name], self._backend_of(name)
 
     def _backend_of(self, name: str) -> Backend:
-        if name == BASE_READER.name and name not in self.loaded:
-            return self.backend
+        if name not in self.loaded and (name == BASE_READER.name or self.readers[name].mode != "model"):
+            return self.backend  # the judge readers ask the base model (or nobody)
         with self._lock:  # two visitors choosing the same reader at once load it once
             if name not in self.loaded:
                 self.loaded[name] = self.loaders[name]()
@@ -115,14 +121,35 @@ class Service:
         settings = validate_settings(strategy, order, window, k, grounded_only, rationale)
         if reader is not None and not isinstance(reader, str):
             raise SettingsError(f"The reader must be a name, got {type(reader).__name__}.")
+        return RunPlan(question, *self.reading(reader, settings))
+
+    def reading(
+        self, reader: str | None, settings: RunSettings
+    ) -> tuple[Reader, Backend, RunSettings, AnswerJudge | None]:
+        """The reader called reader (None = the default), its backend, the settings with its calibration and the
+        judge's threshold, and the judge: what a run needs besides its question (plan() and the experiments)."""
         chosen, backend = self.reader(reader)
         if backend is None:
             raise ModelError("This service was loaded without a model, so it cannot read pages.")
-        return RunPlan(question, chosen, backend, chosen.settings(settings))
+        judge = self.answer_judge()
+        if chosen.mode != "model" and judge is None:
+            raise SettingsError(f"The reader {chosen.name!r} needs the answer judge (assets/judge), which is missing.")
+        settings = chosen.settings(settings)
+        if judge is not None:
+            settings = settings.replace(judge_threshold=judge.threshold)
+        return chosen, backend, settings, judge
 
     def events(self, plan: RunPlan) -> Iterator[RunEvent]:
         """The engine's events for the plan: RunStarted ... Final (or RunFailed)."""
-        return run(plan.question, self.index, plan.backend, plan.settings)
+        return run(plan.question, self.index, plan.backend, plan.settings, plan.judge)
+
+    def answer_judge(self) -> AnswerJudge | None:
+        """The answer judge, loaded on first use; None when this service has none."""
+        if self.judge is None and self.judge_loader is not None:
+            with self._lock:
+                if self.judge is None:
+                    self.judge = self.judge_loader()
+        return self.judge
 
     def top_page(self, question: str) -> list:
         """BM25's best page for the question (the When-to-retrieve context), as a list of at most one hit."""
@@ -186,6 +213,7 @@ class Service:
             service.backend = TransformersBackend.load(config.model, config.adapter, config.cache_dir, progress)
             service._register_readers(progress)
             service._register_adapt_model(progress)
+            service._register_judge(progress)
         if endpoints:
             service.readers = service.readers or {BASE_READER.name: BASE_READER}
             for name, (reader, endpoint_backend) in endpoints.items():
@@ -207,6 +235,20 @@ class Service:
             if reader.adapter is not None:
                 self.readers[reader.name] = reader
                 self.loaders[reader.name] = _adapter_loader(reader.adapter, self.config.cache_dir, progress)
+
+    def _register_judge(self, progress: Progress) -> None:
+        """The answer judge, when one is shipped: every run's badge then comes from it, and the readers it makes
+        possible (the model + judge, the judge alone) are offered after the model's own."""
+        if not (JUDGE_DIR / JUDGE_CARD).is_file():
+            return
+
+        def load() -> AnswerJudge:
+            progress("Loading the answer judge")
+            return AnswerJudge.load(JUDGE_DIR)
+
+        self.judge_loader = load
+        self.readers = self.readers or {BASE_READER.name: BASE_READER}
+        self.readers.update({reader.name: reader for reader in JUDGE_READERS})
 
     def _register_adapt_model(self, progress: Progress) -> None:
         """The Adapt-LLM adapters on a copy of the embedded model, when they are shipped and the page runs it."""

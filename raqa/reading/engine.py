@@ -4,7 +4,10 @@
 strategy and yields the events of events.py. The UI, the CLI and the evaluation all iterate the same
 generator; `run_to_final()` is the batch form (the last event of the stream).
 
-What is left out here: anything about display (render.py) and scoring against gold answers (metrics).
+With an answer judge (judge.py) every window's pages are also read by the judge, whose readings decide the
+badge (agreement.py) and, in the judge reader modes, the window itself (judged.py).
+
+What is left out here: anything about display (web/render.py) and scoring against gold answers (metrics).
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from collections.abc import Iterator, Sequence
 from raqa.config import RunSettings
 from raqa.models.base import Backend, Choice, ModelError, ReplyPlan, Step, Usage
 from raqa.reading import grounding
+from raqa.reading.agreement import check_agreement
 from raqa.reading.events import (
     Final,
     Notice,
@@ -28,6 +32,8 @@ from raqa.reading.events import (
     WindowStarted,
     WindowVerdict,
 )
+from raqa.reading.judge import AnswerJudge
+from raqa.reading.judged import best, judge_decides, judge_reply
 from raqa.reading.prompts import (
     ANSWER_WORD,
     DEMONSTRATIONS,
@@ -86,9 +92,25 @@ def read_window(
     of: int,
     backend: Backend,
     settings: RunSettings,
+    judge: AnswerJudge | None = None,
 ) -> Iterator[RunEvent]:
-    """Ask the model about one window; yields WindowStarted, ReplyDelta*, WindowVerdict."""
+    """Read one window; yields WindowStarted, ReplyDelta*, WindowVerdict.
+
+    With a judge, it reads every page of the window first (one batched forward pass): its readings go into
+    the verdict, settle the window when the reader mode says so (judged.py), and decide the badge of the
+    model's answer (agreement.py). Without one, the badge comes from the lexical grounding check.
+    """
     start = time.perf_counter()
+    if settings.reader_mode != "model" and judge is None:
+        raise ModelError("This reader needs the answer judge (assets/judge), which is not loaded.")
+    readings = tuple(judge.read(question, [h.page for h in hits])) if judge is not None else None
+    if readings is not None and judge_decides(readings, settings):
+        yield WindowStarted(number, of, hits, 0)
+        reply, check = judge_reply(hits, readings, settings)
+        verdict = _verdict(reply.kind, bool(check and check.supported))
+        p_judge = readings[best(readings)].p_answer
+        yield WindowVerdict(number, hits, verdict, reply, check, p_judge, 0, 0, time.perf_counter() - start, readings)
+        return
     messages = build_messages(
         question,
         hits,
@@ -108,7 +130,13 @@ def read_window(
             text += piece
             yield ReplyDelta(number, piece)
     reply = parse_reply(text)
-    check = grounding.check(reply, hits, question) if reply.kind == "answer" else None
+    check = None
+    if reply.kind == "answer":
+        check = (
+            check_agreement(reply, hits, readings, settings.judge_threshold)
+            if readings is not None
+            else grounding.check(reply, hits, question)
+        )
     verdict = _verdict(reply.kind, bool(check and check.supported))
     seconds = time.perf_counter() - start
     yield WindowVerdict(
@@ -121,6 +149,7 @@ def read_window(
         usage.prompt_tokens,
         usage.completion_tokens,
         seconds,
+        readings,
     )
 
 
@@ -149,7 +178,9 @@ def fit_to_context(question: str, hits: Sequence[Hit], backend: Backend, setting
     return tuple(hits[:lo])
 
 
-def run(question: str, index: BM25Index, backend: Backend, settings: RunSettings) -> Iterator[RunEvent]:
+def run(
+    question: str, index: BM25Index, backend: Backend, settings: RunSettings, judge: AnswerJudge | None = None
+) -> Iterator[RunEvent]:
     """Retrieve, then read with settings.strategy; the stream ends with Final or RunFailed."""
     start = time.perf_counter()
     yield RunStarted(question, settings, backend.name)
@@ -174,7 +205,7 @@ def run(question: str, index: BM25Index, backend: Backend, settings: RunSettings
     verdicts: list[WindowVerdict] = []
     for number, window in enumerate(plan, start=1):
         try:
-            for event in read_window(question, window, number, len(plan), backend, settings):
+            for event in read_window(question, window, number, len(plan), backend, settings, judge):
                 yield event
                 if isinstance(event, WindowVerdict):
                     verdicts.append(event)
@@ -218,13 +249,17 @@ def _final(
     )
 
 
-def run_to_final(question: str, index: BM25Index, backend: Backend, settings: RunSettings) -> Final | RunFailed:
+def run_to_final(
+    question: str, index: BM25Index, backend: Backend, settings: RunSettings, judge: AnswerJudge | None = None
+) -> Final | RunFailed:
     """The batch form of run(): only the last event."""
-    (last,) = deque(run(question, index, backend, settings), maxlen=1)
+    (last,) = deque(run(question, index, backend, settings, judge), maxlen=1)
     return last
 
 
-def window_verdict(question: str, window: Sequence[Hit], backend: Backend, settings: RunSettings) -> WindowVerdict:
+def window_verdict(
+    question: str, window: Sequence[Hit], backend: Backend, settings: RunSettings, judge: AnswerJudge | None = None
+) -> WindowVerdict:
     """One window read on its own (as window 1 of 1): its verdict event."""
-    events = read_window(question, tuple(window), 1, 1, backend, settings)
+    events = read_window(question, tuple(window), 1, 1, backend, settings, judge)
     return next(e for e in events if isinstance(e, WindowVerdict))

@@ -21,6 +21,7 @@ from typing import Literal, Union
 
 from raqa.config import RunSettings
 from raqa.reading.grounding import Grounding
+from raqa.reading.judge import JudgeReading
 from raqa.reading.prompts import ParsedReply
 from raqa.retrieval.index import Hit
 
@@ -85,6 +86,14 @@ class WindowVerdict(Event):
     prompt_tokens: int
     completion_tokens: int
     seconds: float
+    judge: tuple[JudgeReading, ...] | None = None  # the answer judge's reading of each page, in window order
+
+    @property
+    def judge_best(self) -> int | None:
+        """The position of the page the judge finds most likely to state the answer; None without a judge."""
+        if not self.judge:
+            return None
+        return max(range(len(self.judge)), key=lambda i: self.judge[i].p_answer)
 
 
 @dataclass(frozen=True)
@@ -131,8 +140,8 @@ def hit_json(hit: Hit) -> dict:
 def _value_json(value: object) -> object:
     if isinstance(value, Hit):
         return hit_json(value)
-    if isinstance(value, (tuple, list)) and value and all(isinstance(v, Hit) for v in value):
-        return [hit_json(v) for v in value]
+    if isinstance(value, (tuple, list)):
+        return [_value_json(v) for v in value]
     if is_dataclass(value) and not isinstance(value, type):
         return asdict(value)
     return value

@@ -16,7 +16,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from raqa.config import ASSETS_DIR, RunSettings
+from raqa.config import ASSETS_DIR, ReaderMode, RunSettings
 from raqa.reading.prompts import DEMONSTRATIONS
 
 READERS_DIR = ASSETS_DIR / "readers"
@@ -37,13 +37,24 @@ class Reader:
     answer_threshold: float = 0.5  # answer when P(ANSWER) / (P(ANSWER) + P(NOT)) reaches this
     shots: int = 2  # worked examples in the prompt
     page_tokens: int = 320  # each page cut to this many tokens
+    mode: ReaderMode = "model"  # who answers: the model, the model where the judge finds an answer, the judge
 
     def settings(self, base: RunSettings) -> RunSettings:
-        """The run settings with this reader's calibrated threshold, shots and page cut."""
-        return base.replace(answer_threshold=self.answer_threshold, shots=self.shots, page_tokens=self.page_tokens)
+        """The run settings with this reader's calibrated threshold, shots, page cut and mode."""
+        return base.replace(
+            answer_threshold=self.answer_threshold,
+            shots=self.shots,
+            page_tokens=self.page_tokens,
+            reader_mode=self.mode,
+        )
 
 
 BASE_READER = Reader(BASE, "Base model (few-shot prompting)", None)
+# The readers an answer judge (assets/judge) makes possible: selective generation, and the judge alone.
+MODEL_JUDGE_READER = Reader("base+judge", "Base model + answer judge (answers only where the judge finds one)",
+                            None, mode="model_judge")  # fmt: skip
+JUDGE_READER = Reader("judge", "Answer judge alone (extractive baseline)", None, mode="judge")
+JUDGE_READERS = (MODEL_JUDGE_READER, JUDGE_READER)
 
 
 def _number(card: Path, record: dict, key: str, lo: float, hi: float, whole: bool) -> float:

@@ -1,0 +1,58 @@
+"""Windows the answer judge decides: the judge alone as the reader, and the judge's gate before the model.
+
+With `reader_mode="judge"` the judge's best span is the window's answer (an extractive reader, the baseline a
+viewer compares the model with). With `reader_mode="model_judge"` (selective generation, as in Joren et al.,
+*Sufficient Context*, ICLR 2025) the model is asked only when the judge finds an answer on one of the window's
+pages; otherwise the window is declined without a model call, and the reason says what the judge found.
+Left out here: the model's own reply (engine.py) and the badge of a model's answer (agreement.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from raqa.config import RunSettings
+from raqa.reading.grounding import Grounding
+from raqa.reading.judge import JudgeReading
+from raqa.reading.prompts import ParsedReply
+from raqa.retrieval.index import Hit
+from raqa.text import split_sentences
+
+
+def best(readings: Sequence[JudgeReading]) -> int:
+    """The position of the page the judge finds most likely to state the answer."""
+    return max(range(len(readings)), key=lambda i: readings[i].p_answer)
+
+
+def finds_answer(reading: JudgeReading, threshold: float) -> bool:
+    return reading.answer is not None and reading.p_answer >= threshold
+
+
+def judge_decides(readings: Sequence[JudgeReading], settings: RunSettings) -> bool:
+    """Whether the judge settles this window without the model: it reads alone, or it gates and finds nothing."""
+    if settings.reader_mode == "judge":
+        return True
+    return settings.reader_mode == "model_judge" and not finds_answer(
+        readings[best(readings)], settings.judge_threshold
+    )
+
+
+def judge_reply(
+    hits: Sequence[Hit], readings: Sequence[JudgeReading], settings: RunSettings
+) -> tuple[ParsedReply, Grounding | None]:
+    """The window's reply when the judge decides it: its answer with page and sentence, or a decline with why."""
+    i = best(readings)
+    reading, page = readings[i], hits[i].page
+    if settings.reader_mode == "judge" and finds_answer(reading, settings.judge_threshold):
+        sentences = split_sentences(page.text)
+        number = sentences.index(reading.sentence) + 1 if reading.sentence in sentences else None
+        raw = f"ANSWER: {reading.answer}\nPAGE: {page.id}" + (f"\nSENTENCE: {number}" if number else "")
+        reply = ParsedReply("answer", raw, reading.answer, page.id, number)
+        note = f"The judge's own answer, read from page {page.id} (P = {reading.p_answer:.2f})."
+        return reply, Grounding(True, note, page.id, number, reading.sentence)
+    unasked = "" if settings.reader_mode == "judge" else "; the model was not asked"
+    reason = (
+        f"The answer judge finds no answer on these pages: its best is P = {reading.p_answer:.2f} on page {page.id}, "
+        f"below {settings.judge_threshold:.2f}{unasked}."
+    )
+    return ParsedReply("not_found", "NOT FOUND", reason=reason), None
