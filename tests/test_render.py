@@ -100,3 +100,23 @@ def test_stop_marks_only_what_was_still_being_read() -> None:
     assert badge("reading") not in stopped and badge("stopped") in stopped
     assert stopped.startswith(f"<div>{badge('not_found')} Window 1</div>")
     assert mark_stopped(None) == "" and mark_stopped("") == ""
+
+
+def test_a_window_shows_the_judges_reading_escaped(tiny_index):
+    from raqa.reading.events import WindowVerdict
+    from raqa.reading.grounding import Grounding
+    from raqa.reading.judge import JudgeReading
+    from raqa.reading.prompts import parse_reply
+    from raqa.web.render import judge_html
+
+    hits = tuple(tiny_index.search("Who painted the Mona Lisa?", 2))
+    readings = (
+        JudgeReading(0.91, "<b>Leonardo</b>", "It was painted by <b>Leonardo</b>."),
+        JudgeReading(0.1, None, None),
+    )
+    reply = parse_reply("ANSWER: Salai\nPAGE: p3\nSENTENCE: 1")
+    check = Grounding(False, "Page p3 says '<b>Leonardo</b>', not 'Salai'.", "p3")
+    verdict = WindowVerdict(1, hits, "unsupported", reply, check, 0.8, 10, 2, 0.1, readings)
+    html = judge_html(verdict)
+    assert "P(this window states the answer) 0.91" in html and "&lt;b&gt;Leonardo&lt;/b&gt;" in html
+    assert "<b>Leonardo" not in html

@@ -54,6 +54,10 @@ def print_human(event) -> None:
         confidence = f" (P(answer)={event.p_answer:.2f})" if event.p_answer is not None else ""
         note = f" - {event.grounding.note}" if event.grounding else ""
         print(f"\n=> {event.verdict}{confidence}{note}", file=sys.stderr)
+        if event.judge:
+            reading, page = event.judge[event.judge_best], event.hits[event.judge_best].page
+            says = f": page {page.id} says {reading.answer!r}" if reading.answer else ""
+            print(f"   answer judge: P(this window states the answer)={reading.p_answer:.2f}{says}", file=sys.stderr)
     elif isinstance(event, Final):
         shown = event.answer if event.answer is not None else "answer not found"
         flag = " (unsupported by its page)" if event.supported is False else ""

@@ -27,6 +27,30 @@ ATTRIBUTION = (
 )
 
 
+def badge_legend(with_judge: bool) -> str:
+    """What each badge means, as the page applies it (the answer judge's agreement, or the lexical check)."""
+    answered = (
+        "the answer judge, reading the page the model cites, finds an answer there and it agrees with the model's "
+        "(one contains the other, or they share most words)"
+        if with_judge
+        else "the cited page is in the window and a sentence of it about the question states the answer"
+    )
+    unsupported = (
+        "the model answered, but the cited page is not in the window, or the judge finds no answer on it, or a "
+        "different one (the window shows what the page says)"
+        if with_judge
+        else "the model answered, but the cited page is not in the window or does not state the answer"
+    )
+    return (
+        '<div class="raqa-legend"><b>Badges</b>: '
+        f'<span class="raqa-badge raqa-answered">Answered</span> {answered}; '
+        f'<span class="raqa-badge raqa-unsupported">Unsupported</span> {unsupported}; '
+        '<span class="raqa-badge raqa-not-found">Not found</span> the reader declined; '
+        '<span class="raqa-badge raqa-unparseable">Unparseable</span> the reply broke the format. '
+        "Answered says the page supports the answer, not that the answer is true.</div>"
+    )
+
+
 def build_demo(service: Service) -> gr.Blocks:
     defaults = RunSettings()
     with gr.Blocks(title="raqa: when should a model admit ignorance?") as demo:
@@ -77,11 +101,13 @@ def build_demo(service: Service) -> gr.Blocks:
                         value=choices[0][1],
                         label="Reader (the model that reads the windows)",
                         info="The abstention-tuned reader is the same model with a LoRA adapter trained to say "
-                        "NOT FOUND on windows without the answer; see the Experiments tab for how it compares.",
+                        "NOT FOUND on windows without the answer. With the answer judge, the model answers only "
+                        "where the judge finds an answer on a page; the judge alone is an extractive baseline.",
                         visible=len(choices) > 1,
                         elem_id="raqa-reader",
                     )
             answers = gr.HTML(elem_id="raqa-answers")
+            gr.HTML(badge_legend(service.judge_loader is not None or service.judge is not None), elem_id="raqa-legend")
             windows = gr.HTML(RunView().windows_html(), elem_id="raqa-windows")
             with gr.Row():
                 scores = gr.Plot(label="BM25 score by rank", elem_id="raqa-scores")

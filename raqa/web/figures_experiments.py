@@ -14,11 +14,12 @@ _LAYOUT = dict(template="plotly_white", margin=dict(l=60, r=20, t=70, b=50), hei
 
 
 def _errors(estimates: list[dict]) -> dict:
+    """95% interval bars; an estimate without a value (a measure an older record lacks) gets none."""
     return dict(
         type="data",
         symmetric=False,
-        array=[e["high"] - e["value"] for e in estimates],
-        arrayminus=[e["value"] - e["low"] for e in estimates],
+        array=[e["high"] - e["value"] if e.get("value") is not None else None for e in estimates],
+        arrayminus=[e["value"] - e["low"] if e.get("value") is not None else None for e in estimates],
     )
 
 
@@ -175,15 +176,20 @@ def unanswerable_figure(record: dict) -> go.Figure:
 READER_METRICS = (  # label on the x axis -> where the estimate lives in a reader's record
     ("false answers on negative windows", ("windows", "false_answer_rate_on_negative")),
     ("exact match on positive windows", ("windows", "exact_match_on_positive")),
-    ("answers passing the grounding check", ("windows", "grounded_share_of_answers")),
+    ("answers badged Answered", ("windows", "grounded_share_of_answers")),
+    ("Answered badge: precision", ("windows", "badge", "precision")),
+    ("Answered badge: recall", ("windows", "badge", "recall")),
     ("iterative forward: exact match", ("iterative", "forward", "exact_match")),
     ("iterative backward: exact match", ("iterative", "backward", "exact_match")),
     ("unanswerable questions answered", ("unanswerable", "ended_with_an_answer")),
 )
 
 
-def _at(record: dict, path: tuple[str, ...]) -> dict:
+def _at(record: dict, path: tuple[str, ...]) -> dict | None:
+    """The estimate at path, or None where an older record does not have it."""
     for key in path:
+        if not isinstance(record, dict) or key not in record:
+            return None
         record = record[key]
     return record
 
@@ -192,22 +198,31 @@ def reader_comparison_figure(record: dict) -> go.Figure:
     """The base model and the trained reader side by side on each measurement (lower is better for false answers)."""
     results = record["results"]
     figure = go.Figure()
-    labels = [label for label, _ in READER_METRICS]
+    metrics = [
+        (label, path) for label, path in READER_METRICS if any(_at(r, path) for r in results["readers"].values())
+    ]
+    labels = [label for label, _ in metrics]
     for colour, (name, reader) in zip(COLOURS, results["readers"].items(), strict=False):
-        estimates = [_at(reader, path) for _, path in READER_METRICS]
+        estimates = [_at(reader, path) or {"value": None, "n": 0} for _, path in metrics]
         threshold = reader.get("settings", {}).get("answer_threshold")
+        mode = reader.get("settings", {}).get("reader_mode", "model")
+        detail = f"threshold {threshold:.2f}" if threshold is not None and mode == "model" else mode.replace("_", " + ")
+        judge_auc = reader.get("windows", {}).get("auc_judge")
+        detail += f", judge AUC {judge_auc:.2f}" if isinstance(judge_auc, float) else ""
         figure.add_bar(
             x=labels,
             y=[e["value"] for e in estimates],
-            error_y=_errors(estimates),
-            name=f"{reader.get('label', name)} (threshold {threshold:.2f})" if threshold is not None else name,
+            error_y=_errors([e for e in estimates if e["value"] is not None])
+            if all(e["value"] is not None for e in estimates)
+            else None,
+            name=f"{reader.get('label', name)} ({detail})",
             marker_color=colour,
-            text=[f"{e['value']:.0%} (n={e['n']})" for e in estimates],
+            text=[f"{e['value']:.0%} (n={e['n']})" if e["value"] is not None else "" for e in estimates],
             textposition="outside",
         )
     figure.update_layout(
         title=(
-            f"Base model vs abstention-tuned reader: {results['negative_windows']} negative and "
+            f"Readers compared: {results['negative_windows']} negative and "
             f"{results['positive_windows']} positive windows of w={results['window']}, "
             f"{results['iterative_questions']} questions per order, {results['unanswerable_questions']} "
             f"unanswerable NQ questions ({_n(record)})"

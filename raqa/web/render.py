@@ -75,6 +75,22 @@ def page_details(hit: Hit, sentence: int | None = None, open_: bool = False) -> 
     )
 
 
+def judge_html(v: WindowVerdict) -> str:
+    """The answer judge's reading of a window: its P(a page states the answer), and what the best page says."""
+    i = v.judge_best
+    reading, page = v.judge[i], v.hits[i].page
+    says = (
+        f' · page <bdi>{esc(page.title)}</bdi> says: <q dir="auto">{esc(reading.answer)}</q>'
+        + (f' <span class="raqa-meta" dir="auto">({esc(reading.sentence)})</span>' if reading.sentence else "")
+        if reading.answer
+        else ""
+    )
+    return (
+        '<div class="raqa-judge" title="An extractive reader fine-tuned to find the answer in one page, or none">'
+        f"Answer judge: P(this window states the answer) {reading.p_answer:.2f}{says}</div>"
+    )
+
+
 @dataclass
 class WindowCard:
     number: int
@@ -135,7 +151,7 @@ class RunView:
         where = f" from page {esc(f.page_id)}" if f.page_id else ""
         evidence = f'<blockquote class="raqa-quote" dir="auto">{esc(f.passage)}</blockquote>' if f.passage else ""
         warning = (
-            '<div class="raqa-warning">The grounding check could not find this answer in the page it cites: '
+            '<div class="raqa-warning">The check could not confirm this answer on the page it cites: '
             "treat it as invented.</div>"
             if f.supported is False
             else ""
@@ -170,8 +186,11 @@ class RunView:
         if v is not None:
             if v.reply.reason:
                 lines.append(f'<div class="raqa-rationale" dir="auto">Reason: {esc(v.reply.reason)}</div>')
+            if v.judge:
+                lines.append(judge_html(v))
             if v.grounding is not None:
-                lines.append(f'<div class="raqa-grounding">Grounding check: {esc(v.grounding.note)}</div>')
+                label = "Answer check" if v.judge else "Grounding check"
+                lines.append(f'<div class="raqa-grounding">{label}: {esc(v.grounding.note)}</div>')
             if v.verdict == "unparseable":
                 lines.append(
                     '<div class="raqa-grounding">The reply did not follow the format; counted as no answer.</div>'
