@@ -3,7 +3,7 @@
 import pytest
 
 from raqa.config import RunSettings
-from raqa.evaluation import experiments, records
+from raqa.evaluation import reader_comparison, records
 from raqa.evaluation.positives import PositiveIndex
 from raqa.evaluation.questions import QAItem
 from raqa.models.scripted import ScriptedBackend
@@ -39,7 +39,7 @@ def record():
         "base": (ScriptedBackend(answers_always), RunSettings(), {"label": "Base"}),
         "abstain": (ScriptedBackend(declines_unless_nessie), RunSettings(answer_threshold=0.7), {"label": "Tuned"}),
     }
-    results = experiments.reader_comparison(ITEMS, LOST, index, readers, PositiveIndex(PAGES), 5, 1, 5, identity)
+    results = reader_comparison.reader_comparison(ITEMS, LOST, index, readers, PositiveIndex(PAGES), 5, 1, 5, identity)
     return {"experiment": "reader_comparison", "dataset": "tiny", "sample": {"limit": 5, "seed": 0}, "results": results}
 
 
@@ -80,3 +80,45 @@ def test_the_committed_comparison_renders():
     figure = reader_comparison_figure(record)
     assert len(figure.data) == len(record["results"]["readers"]) == 2
     assert all(len(trace.y) == 6 for trace in figure.data)
+
+
+class NessieJudge:
+    """Reads page 6 as stating "Nessie" (P 0.9), every other page as stating nothing (P 0.05)."""
+
+    threshold = 0.5
+
+    def read(self, question, pages):
+        from raqa.reading.judge import JudgeReading
+
+        return [
+            JudgeReading(0.9, "Nessie", "Nessie is a monster said to live in a Scottish loch.")
+            if p.id == "6"
+            else JudgeReading(0.05, None, None)
+            for p in pages
+        ]
+
+
+def test_with_a_judge_the_comparison_measures_the_judge_and_both_badges():
+    index = BM25Index.build(PAGES)
+    judge = NessieJudge()
+    readers = {
+        "base": (ScriptedBackend(answers_always), RunSettings(judge_threshold=0.5), {"label": "Base"}),
+        "base+judge": (
+            ScriptedBackend(answers_always),
+            RunSettings(reader_mode="model_judge", judge_threshold=0.5),
+            {"label": "Base + judge"},
+        ),
+        "judge": (ScriptedBackend([]), RunSettings(reader_mode="judge", judge_threshold=0.5), {"label": "Judge"}),
+    }
+    results = reader_comparison.reader_comparison(
+        ITEMS, LOST, index, readers, PositiveIndex(PAGES), 5, 1, 5, identity, judge
+    )
+    base, gated, alone = (results["readers"][n]["windows"] for n in ("base", "base+judge", "judge"))
+    assert base["auc_judge"] == 1.0  # the judge ranks the answer window above the answer-free one
+    # the base model answers "Nessie" citing page 6 on both windows: only the one holding page 6 is Answered
+    assert base["false_answer_rate_on_negative"]["value"] == 1.0
+    assert base["badge"]["precision"]["value"] == 1.0 and base["badge"]["answers"] == 2
+    assert gated["false_answer_rate_on_negative"]["value"] == 0.0  # the judge kept the model from answering
+    assert alone["exact_match_on_positive"]["value"] == 1.0
+    assert results["judge"]["threshold"] == 0.5
+    assert results["readers"]["base+judge"]["settings"]["reader_mode"] == "model_judge"

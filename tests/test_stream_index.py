@@ -61,8 +61,7 @@ def test_scale_bench_command_measures_a_generated_corpus(tmp_path, monkeypatch) 
     monkeypatch.setattr(ops, "sample_questions", lambda count, seed: ["Who painted the Mona Lisa?"] * count)
     out = tmp_path / "scale.json"
     assert (
-        main(["scale-bench", "--pages", "600", "--queries", "5", "--work", str(tmp_path / "w"), "--out", str(out)])
-        == 0
+        main(["scale-bench", "--pages", "600", "--queries", "5", "--work", str(tmp_path / "w"), "--out", str(out)]) == 0
     )
     record = json.loads(out.read_text())
     result = record["results"]

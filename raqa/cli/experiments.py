@@ -26,7 +26,7 @@ def cmd_experiment(args: argparse.Namespace) -> int:
 
     experiment = registry.EXPERIMENTS[args.name]
     limit = args.limit or experiment.limit
-    options = registry.Options(args.seed, args.reader, args.questions, args.unanswerable)
+    options = registry.Options(args.seed, args.reader, args.questions, args.unanswerable, args.window)
     try:
         pool = registry.question_pool(experiment, args.dataset, limit, args.seed)
         service = Service.load(app_config(args), progress=say, load_model=experiment.needs_model)
@@ -36,7 +36,9 @@ def cmd_experiment(args: argparse.Namespace) -> int:
         run = registry.run(experiment, service, args.dataset, pool, limit, options, progress_bar(experiment.name))
     except (QuestionsError, ModelError, ValueError) as e:  # ValueError: SettingsError (no such reader)
         return error(e)
-    path = records.write(experiment.name, args.dataset, run.results, run.about, _out_dir(args))
+    # a reader comparison at another window size is its own record, beside the default one
+    label = args.dataset if "window" not in experiment.options or args.window == 3 else f"{args.dataset}-w{args.window}"
+    path = records.write(experiment.name, label, run.results, run.about, _out_dir(args))
     say(f"wrote {path} in {run.seconds:.0f} s")
     return 0
 

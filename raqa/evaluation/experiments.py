@@ -18,11 +18,12 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 
 from raqa.config import RunSettings
-from raqa.evaluation.metrics import answer_contained, auc, estimate, exact_match, f1
+from raqa.evaluation.metrics import answer_contained, estimate, exact_match, f1
 from raqa.evaluation.positives import PositiveIndex, first_positive_rank, sample_windows
 from raqa.evaluation.questions import QAItem
-from raqa.reading.engine import run_to_final, window_verdict, windows
-from raqa.reading.events import Final, WindowVerdict
+from raqa.evaluation.window_scores import score_windows
+from raqa.reading.engine import run_to_final, windows
+from raqa.reading.events import Final
 from raqa.retrieval.index import BM25Index
 
 RECALL_KS = (1, 5, 10, 20, 50, 100, 200, 500, 1000)
@@ -53,9 +54,9 @@ def recall(
 
 
 # -- shared scoring of runs ----------------------------------------------------------------------
-def _final(question: str, index: BM25Index, backend, settings: RunSettings) -> Final | None:
+def final_or_none(question: str, index: BM25Index, backend, settings: RunSettings, judge=None) -> Final | None:
     """The run's Final event, or None when it ended in RunFailed."""
-    final = run_to_final(question, index, backend, settings)
+    final = run_to_final(question, index, backend, settings, judge)
     return final if isinstance(final, Final) else None
 
 
@@ -81,7 +82,7 @@ def topk_vs_iterative(items, index, backend, base: RunSettings, progress: Progre
     finals: dict[str, list] = {name: [] for name in configs}
     for item in progress(items):
         for name, settings in configs.items():
-            finals[name].append((item, _final(item.question, index, backend, settings)))
+            finals[name].append((item, final_or_none(item.question, index, backend, settings)))
     return {
         "configs": {name: {"settings": settings_record(s), **score_runs(finals[name])} for name, s in configs.items()}
     }
@@ -108,7 +109,7 @@ def window_order(items, index, backend, base: RunSettings, positives: PositiveIn
         hits = index.search(item.question, base.k)
         for (w, o), settings in configs.items():
             negatives[(w, o)].append(negative_windows_before_first_positive(hits, item, positives, w, o))
-            finals[(w, o)].append((item, _final(item.question, index, backend, settings)))
+            finals[(w, o)].append((item, final_or_none(item.question, index, backend, settings)))
     rows = []
     for w, o in configs:
         counted = [n for n in negatives[(w, o)] if n is not None]
@@ -146,85 +147,9 @@ def unanswerable(items, index, backend, base: RunSettings, positives, per_kind: 
     rows = {}
     for grounded in (False, True):
         settings = replace(base, grounded_only=grounded)
-        finals = [(item, _final(item.question, index, backend, settings)) for item in progress(chosen)]
+        finals = [(item, final_or_none(item.question, index, backend, settings)) for item in progress(chosen)]
         rows["grounded_only" if grounded else "default"] = {
             "ended_with_an_answer": estimate([f is not None and not f.abstained for _, f in finals]),
             **score_runs(finals),
         }
     return {"questions": len(chosen), "runs": rows}
-
-
-# -- 6. base model versus a trained reader -------------------------------------------------------------
-def _answered(v: WindowVerdict) -> bool:
-    return v.verdict in ("answered", "unsupported")
-
-
-def score_windows(negative, positive, backend, settings: RunSettings) -> dict:
-    """One reader on fixed negative and positive windows: false answers, exact match, grounding, P(ANSWER)."""
-    on_negative = [window_verdict(i.question, w, backend, settings) for i, w in negative]
-    on_positive = [(i, window_verdict(i.question, w, backend, settings)) for i, w in positive]
-    answers = [v.reply.answer if _answered(v) else None for _, v in on_positive]
-    every = on_negative + [v for _, v in on_positive]
-    p_neg = [v.p_answer or 0.0 for v in on_negative]
-    p_pos = [v.p_answer or 0.0 for _, v in on_positive]
-    return {
-        "false_answer_rate_on_negative": estimate([_answered(v) for v in on_negative]),
-        "exact_match_on_positive": estimate(
-            [exact_match(a, i.answers) for (i, _), a in zip(on_positive, answers, strict=True)]
-        ),
-        "contains_gold_on_positive": estimate(
-            [answer_contained(a, i.answers) for (i, _), a in zip(on_positive, answers, strict=True)]
-        ),
-        "declined_on_positive": estimate([v.verdict == "not_found" for _, v in on_positive]),
-        "grounded_share_of_answers": estimate([v.verdict == "answered" for v in every if _answered(v)]),
-        "grounded_on_positive": estimate([v.verdict == "answered" for _, v in on_positive]),
-        "mean_p_answer_negative": estimate(p_neg, "mean"),
-        "mean_p_answer_positive": estimate(p_pos, "mean"),
-        "auc_p_answer": auc(p_neg, p_pos),
-    }
-
-
-def reader_comparison(
-    items: Sequence[QAItem],
-    unanswerable_pool: Sequence[QAItem],
-    index: BM25Index,
-    readers: dict[str, tuple[object, RunSettings, dict]],
-    positives: PositiveIndex,
-    per_kind: int,
-    questions_per_order: int,
-    unanswerable_questions: int,
-    progress: Progress,
-) -> dict:
-    """Each reader on the same test windows, the same iterative runs and the same unanswerable questions.
-
-    readers: name -> (backend, its run settings, a description kept in the record).
-    """
-    demo = RunSettings()
-    negative, positive = sample_windows(items, index, positives, demo, per_kind)
-    questions = list(items[:questions_per_order])
-    lost = [i for i in unanswerable_pool if not positives.anywhere(i.answers)][:unanswerable_questions]
-    results = {}
-    for name, (backend, settings, about) in progress(list(readers.items())):
-        runs = {
-            order: score_runs(
-                [(item, _final(item.question, index, backend, replace(settings, order=order))) for item in questions]
-            )
-            for order in ("forward", "backward")
-        }
-        finals = [(item, _final(item.question, index, backend, settings)) for item in lost]
-        results[name] = {
-            **about,
-            "settings": {**settings_record(settings), "answer_threshold": settings.answer_threshold},
-            "windows": score_windows(negative, positive, backend, settings),
-            "iterative": runs,
-            "unanswerable": {"ended_with_an_answer": estimate([f is not None and not f.abstained for _, f in finals])},
-        }
-    return {
-        "window": demo.window,
-        "k": demo.k,
-        "negative_windows": len(negative),
-        "positive_windows": len(positive),
-        "iterative_questions": len(questions),
-        "unanswerable_questions": len(lost),
-        "readers": results,
-    }

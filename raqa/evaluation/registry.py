@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from raqa.config import RunSettings
-from raqa.evaluation import experiments, records
+from raqa.evaluation import experiments, reader_comparison, records
 from raqa.evaluation.positives import PositiveIndex
 from raqa.evaluation.questions import QAItem, load_questions
 
@@ -33,6 +33,7 @@ class Options:
     reader: str = "abstain"  # the trained reader compared with the base model
     questions: int = 25  # iterative runs per reading order
     unanswerable: int = 30  # NQ test questions with no answer in the corpus
+    window: int = RunSettings.window  # pages per window in reader_comparison (its windows and its runs)
 
 
 @dataclass(frozen=True)
@@ -91,28 +92,28 @@ def _unanswerable(i: Inputs) -> dict:
 
 
 def _reader_comparison(i: Inputs) -> dict:
-    """The base model and a trained reader, each as the service serves it, on the same windows and questions.
+    """The base model and the chosen readers (comma-separated --reader), each as the service serves it (with the
+    answer judge reading every window when the service has one), on the same windows and questions.
 
     Raises SettingsError (a ValueError) naming the readers when there is no such reader.
     """
     from raqa.reading.readers import BASE_READER
 
     o = i.options
-    base_reader, base_backend = i.service.reader(BASE_READER.name)
-    reader, backend = i.service.reader(o.reader)
+    names = [BASE_READER.name] + [n for n in o.reader.split(",") if n and n != BASE_READER.name]
+    readers, judge = {}, None
+    for name in names:
+        reader, backend, settings, judge = i.service.reading(name, i.base.replace(window=o.window))
+        about = {"label": reader.label, "mode": reader.mode}
+        if reader.adapter is not None:
+            about["adapter"] = f"assets/readers/{reader.name}"
+        readers[reader.name] = (backend, settings, about)
     # unanswerable questions come from NQ test: more than half its answers are nowhere in the corpus
     lost_pool = load_questions("nq", "test", o.unanswerable * 10, o.seed)
-    readers = {
-        base_reader.name: (base_backend, base_reader.settings(i.base), {"label": base_reader.label}),
-        reader.name: (
-            backend,
-            reader.settings(i.base),
-            {"label": reader.label, "adapter": f"assets/readers/{reader.name}"},
-        ),
-    }
-    return experiments.reader_comparison(
-        i.pool, lost_pool, i.service.index, readers, i.positives, i.limit, o.questions, o.unanswerable, i.progress
-    )
+    return reader_comparison.reader_comparison(
+        i.pool, lost_pool, i.service.index, readers, i.positives, i.limit, o.questions, o.unanswerable, i.progress,
+        judge, o.window,
+    )  # fmt: skip
 
 
 EXPERIMENTS: dict[str, Experiment] = {
@@ -124,7 +125,11 @@ EXPERIMENTS: dict[str, Experiment] = {
         Experiment("negative_windows", _negative_windows, 40, pool_factor=10),
         Experiment("unanswerable", _unanswerable, 40, pool_factor=10),
         Experiment(
-            "reader_comparison", _reader_comparison, 40, pool_factor=20, options=("reader", "questions", "unanswerable")
+            "reader_comparison",
+            _reader_comparison,
+            40,
+            pool_factor=20,
+            options=("reader", "questions", "unanswerable", "window"),
         ),
     )
 }
@@ -151,15 +156,16 @@ def run(
     progress: Progress,
 ) -> Run:
     """Run the experiment and say what made it; the runner's SettingsError, ModelError, QuestionsError pass."""
-    if "reader" in experiment.options:
-        service.reader(options.reader)  # loaded (or refused, naming the readers) before the clock starts
+    if "reader" in experiment.options:  # loaded (or refused, naming the readers) before the clock starts
+        for name in options.reader.split(","):
+            service.reading(name, RunSettings())
     inputs = Inputs(service, pool, PositiveIndex(service.pages), limit, options, progress)
     results, seconds = records.timed(experiment.runner, inputs)
     about = {
         "command": command_line(experiment, dataset, limit, options),
         "sample": {"split": "test", "limit": limit, "seed": options.seed, "pool": len(pool)},
         "model": service.backend.name if experiment.needs_model else None,
-        "adapter": f"assets/readers/{options.reader}" if "reader" in experiment.options else service.config.adapter,
+        "adapter": service.config.adapter,
         "corpus": f"{service.corpus_label} ({len(service.pages):,} pages)",
         "settings": experiments.settings_record(inputs.base),
         "seconds": round(seconds, 1),

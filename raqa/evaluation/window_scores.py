@@ -1,0 +1,77 @@
+"""One reader scored on fixed answer-free and answer-bearing windows, and how honest its Answered badge is.
+
+Shared by the negative-windows experiment (per shot count) and the reader comparison (per reader). With an
+answer judge, each window is also read by the judge: the scores then include how well the judge's P(answer)
+separates the two kinds of window (AUC). The badge is measured two ways on the very same replies: as the run
+gives it (answer agreement with the judge, or the lexical check without a judge) and by the lexical grounding
+check alone (grounding.check, the badge before the judge).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from raqa.config import RunSettings
+from raqa.evaluation.metrics import answer_contained, auc, estimate, exact_match
+from raqa.evaluation.questions import QAItem
+from raqa.reading import grounding
+from raqa.reading.engine import window_verdict
+from raqa.reading.events import WindowVerdict
+
+
+def _answered(v: WindowVerdict) -> bool:
+    return v.verdict in ("answered", "unsupported")
+
+
+def badge_honesty(verdicts: Sequence[tuple[QAItem, WindowVerdict]], lexical: bool = False) -> dict:
+    """Precision and recall of the Answered badge over the windows' answers.
+
+    precision: of the answers badged Answered, the share that contain a gold answer;
+    recall: of the answers that contain a gold answer, the share badged Answered.
+    lexical=True judges the same replies by the lexical grounding check instead of the run's own badge.
+    """
+    answers = [(item, v) for item, v in verdicts if _answered(v)]
+
+    def badged(item: QAItem, v: WindowVerdict) -> bool:
+        return grounding.check(v.reply, v.hits, item.question).supported if lexical else v.verdict == "answered"
+
+    flags = [(badged(i, v), answer_contained(v.reply.answer, i.answers)) for i, v in answers]
+    return {
+        "precision": estimate([right for badge, right in flags if badge]),
+        "recall": estimate([badge for badge, right in flags if right]),
+        "answers": len(flags),
+    }
+
+
+def _judge_p(v: WindowVerdict) -> float | None:
+    return v.judge[v.judge_best].p_answer if v.judge else None
+
+
+def score_windows(negative, positive, backend, settings: RunSettings, judge=None) -> dict:
+    """One reader on fixed negative and positive windows: false answers, exact match, the badge, P(answer)."""
+    on_negative = [(i, window_verdict(i.question, w, backend, settings, judge)) for i, w in negative]
+    on_positive = [(i, window_verdict(i.question, w, backend, settings, judge)) for i, w in positive]
+    answers = [v.reply.answer if _answered(v) else None for _, v in on_positive]
+    every = on_negative + on_positive
+    p_neg = [v.p_answer or 0.0 for _, v in on_negative]
+    p_pos = [v.p_answer or 0.0 for _, v in on_positive]
+    scores = {
+        "false_answer_rate_on_negative": estimate([_answered(v) for _, v in on_negative]),
+        "exact_match_on_positive": estimate(
+            [exact_match(a, i.answers) for (i, _), a in zip(on_positive, answers, strict=True)]
+        ),
+        "contains_gold_on_positive": estimate(
+            [answer_contained(a, i.answers) for (i, _), a in zip(on_positive, answers, strict=True)]
+        ),
+        "declined_on_positive": estimate([v.verdict == "not_found" for _, v in on_positive]),
+        "grounded_share_of_answers": estimate([v.verdict == "answered" for _, v in every if _answered(v)]),
+        "grounded_on_positive": estimate([v.verdict == "answered" for _, v in on_positive]),
+        "mean_p_answer_negative": estimate(p_neg, "mean"),
+        "mean_p_answer_positive": estimate(p_pos, "mean"),
+        "auc_p_answer": auc(p_neg, p_pos),
+        "badge": badge_honesty(every),
+        "badge_lexical": badge_honesty(every, lexical=True),
+    }
+    if judge is not None:
+        scores["auc_judge"] = auc([_judge_p(v) for _, v in on_negative], [_judge_p(v) for _, v in on_positive])
+    return scores
