@@ -17,6 +17,9 @@ from typing import Literal, get_args
 
 Strategy = Literal["iterative", "topk"]
 Order = Literal["forward", "backward"]
+# How the pages of one window are listed before the question: in score order (the best page first), or
+# reversed so the best page sits nearest the question (small models lean on the page they read last)
+PageOrder = Literal["best_first", "best_last"]
 # Who answers a window: the model; the model where the answer judge finds an answer (selective generation);
 # or the judge alone (an extractive reader, the baseline)
 ReaderMode = Literal["model", "model_judge", "judge"]
@@ -137,6 +140,7 @@ class RunSettings:
     strategy: Strategy = "iterative"  # iterative windows, or all K pages in one prompt
     order: Order = "forward"  # forward = highest BM25 score first; backward = lowest first
     window: int = 3  # pages per window (w)
+    page_order: PageOrder = "best_first"  # pages inside a window, as the model reads them (see PageOrder)
     k: int = 15  # pages retrieved (K)
     grounded_only: bool = False  # an answer whose evidence is not in the page counts as a decline
     rationale: bool = False  # ask for a one-line reason on declined windows (costs tokens)

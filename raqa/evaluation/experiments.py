@@ -89,7 +89,14 @@ def topk_vs_iterative(items, index, backend, base: RunSettings, progress: Progre
 
 
 def settings_record(s: RunSettings) -> dict:
-    return {"strategy": s.strategy, "order": s.order, "window": s.window, "k": s.k, "shots": s.shots}
+    return {
+        "strategy": s.strategy,
+        "order": s.order,
+        "window": s.window,
+        "page_order": s.page_order,
+        "k": s.k,
+        "shots": s.shots,
+    }
 
 
 # -- 3. window size and order -----------------------------------------------------------------------

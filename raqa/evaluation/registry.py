@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from raqa.config import RunSettings
-from raqa.evaluation import experiments, reader_comparison, records
+from raqa.evaluation import experiments, reader_comparison, reading_defaults, records
 from raqa.evaluation.positives import PositiveIndex
 from raqa.evaluation.questions import QAItem, load_questions
 
@@ -116,6 +116,17 @@ def _reader_comparison(i: Inputs) -> dict:
     )  # fmt: skip
 
 
+def _reading_defaults(i: Inputs) -> dict:
+    """The base model, with the answer judge reading every window when the service has one, at each window size
+    and in-window page order."""
+    from raqa.reading.readers import BASE_READER
+
+    _, backend, settings, judge = i.service.reading(BASE_READER.name, i.base)
+    return reading_defaults.reading_defaults(
+        i.pool, i.service.index, backend, settings, i.positives, i.limit, i.progress, judge
+    )
+
+
 EXPERIMENTS: dict[str, Experiment] = {
     e.name: e
     for e in (
@@ -124,6 +135,7 @@ EXPERIMENTS: dict[str, Experiment] = {
         Experiment("window_order", _window_order, 30),
         Experiment("negative_windows", _negative_windows, 40, pool_factor=10),
         Experiment("unanswerable", _unanswerable, 40, pool_factor=10),
+        Experiment("reading_defaults", _reading_defaults, 60, pool_factor=20),
         Experiment(
             "reader_comparison",
             _reader_comparison,

@@ -79,6 +79,14 @@ def windows(hits: Sequence[Hit], size: int, order: str) -> list[tuple[Hit, ...]]
     return [tuple(chunk) for chunk in chunks]
 
 
+def in_reading_order(hits: Sequence[Hit], settings: RunSettings) -> tuple[Hit, ...]:
+    """The window's pages in the order the prompt lists them: score order, or reversed (best nearest the question).
+
+    Events keep score order; only the prompt changes.
+    """
+    return tuple(reversed(hits)) if settings.page_order == "best_last" else tuple(hits)
+
+
 def _verdict(kind: str, supported: bool) -> Verdict:
     if kind == "answer":
         return "answered" if supported else "unsupported"
@@ -113,7 +121,7 @@ def read_window(
         return
     messages = build_messages(
         question,
-        hits,
+        in_reading_order(hits, settings),
         settings.page_tokens,
         backend.count_tokens,
         DEMONSTRATIONS[: settings.shots],
@@ -157,7 +165,7 @@ def topk_prompt_tokens(question: str, hits: Sequence[Hit], backend: Backend, set
     """Prompt tokens of one Top-K prompt over all the hits (counted, not run)."""
     messages = build_messages(
         question,
-        hits,
+        in_reading_order(hits, settings),
         settings.page_tokens,
         backend.count_tokens,
         DEMONSTRATIONS[: settings.shots],

@@ -22,6 +22,7 @@ EXPERIMENT_ORDER = [
     "window_order",
     "negative_windows",
     "unanswerable",
+    "reading_defaults",
     "reader_comparison",
     "when_to_retrieve",
 ]

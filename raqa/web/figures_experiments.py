@@ -234,8 +234,43 @@ def reader_comparison_figure(record: dict) -> go.Figure:
     return figure
 
 
+DEFAULTS_METRICS = (  # bar label -> where the estimate lives in a configuration's row
+    ("exact match on positive windows", ("exact_match_on_positive",)),
+    ("false answers on negative windows", ("false_answer_rate_on_negative",)),
+    ("Answered badge: precision", ("badge", "precision")),
+)
+
+
+def reading_defaults_figure(record: dict) -> go.Figure:
+    """Exact match and false answers of the base model per window size and in-window page order."""
+    results = record["results"]
+    rows = results["rows"]
+    figure = go.Figure()
+    for colour, (name, path) in zip(COLOURS, DEFAULTS_METRICS, strict=False):
+        estimates = [_at(row, path) or {"value": None, "n": 0} for row in rows]
+        if not any(e["value"] is not None for e in estimates):
+            continue
+        figure.add_bar(
+            x=[row["label"] for row in rows],
+            y=[e["value"] for e in estimates],
+            error_y=_errors(estimates),
+            name=name,
+            marker_color=colour,
+            text=[f"{e['value']:.0%} (n={e['n']})" if e["value"] is not None else "" for e in estimates],
+            textposition="outside",
+        )
+    figure.update_layout(
+        title=f"Which window the base model reads best; chosen: {results['chosen']['label']} ({_n(record)} per kind)",
+        barmode="group",
+        yaxis=dict(tickformat=".0%", range=[0, 1.15], title="share of windows"),
+        **_LAYOUT,
+    )
+    return figure
+
+
 FIGURES = {
     "recall": recall_figure,
+    "reading_defaults": reading_defaults_figure,
     "topk_vs_iterative": topk_vs_iterative_figure,
     "window_order": window_order_figure,
     "negative_windows": negative_windows_figure,
