@@ -151,6 +151,8 @@ class RunSettings:
     shots: int = 2  # worked examples before the window (prompts.DEMONSTRATIONS)
     reader_mode: ReaderMode = "model"  # who answers (see ReaderMode); judge modes need an answer judge
     judge_threshold: float = 0.5  # the judge finds an answer on a page when its P(answer) reaches this (its card)
+    gate_threshold: float = 0.5  # judge reader modes: the window is answered only when the judge's best page
+    #                              reaches this (its card's gate for the window size, calibrated on dev windows)
 
     def replace(self, **changes: object) -> RunSettings:
         return replace(self, **changes)

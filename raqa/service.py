@@ -136,7 +136,7 @@ class Service:
             raise SettingsError(f"The reader {chosen.name!r} needs the answer judge (assets/judge), which is missing.")
         settings = chosen.settings(settings)
         if judge is not None:
-            settings = settings.replace(judge_threshold=judge.threshold)
+            settings = settings.replace(judge_threshold=judge.threshold, gate_threshold=judge.gate(settings.window))
         return chosen, backend, settings, judge
 
     def events(self, plan: RunPlan) -> Iterator[RunEvent]:

@@ -223,6 +223,7 @@ def test_the_default_app_answers_on_the_real_model(browser, tmp_path):
         tab.wait_for_selector(".raqa-final-text", timeout=180000)
         assert tab.locator(".raqa-window .raqa-badge").count() >= 1
         assert tab.locator(".raqa-final-text").inner_text().strip()
+        _the_examples_behave(tab)
         # When to retrieve, on the real model and the committed adapters
         tab.get_by_role("tab", name="When to retrieve").click()
         tab.locator("#raqa-route-question textarea").fill("Who painted the Mona Lisa?")
@@ -237,6 +238,31 @@ def test_the_default_app_answers_on_the_real_model(browser, tmp_path):
     finally:
         app.terminate()
         app.wait(timeout=30)
+
+
+def _the_examples_behave(tab) -> None:
+    """Every example under the question box, with the page's defaults: the answerable ones end with the right
+    answer badged Answered, the ones the corpus cannot answer with Not found."""
+    import json
+
+    from raqa.text import normalize_answer
+
+    examples = json.loads((ROOT / "assets" / "examples.json").read_text())
+    expected = [(e["question"], e["answer"]) for e in examples["in_corpus"]] + [(q, None) for q in examples["outside"]]
+    outcomes = {}
+    for question, _ in expected:
+        tab.locator("#raqa-question textarea").fill(question)
+        tab.locator("#raqa-run").click()
+        final = tab.locator(f'.raqa-answer[data-question="{question}"]')
+        final.wait_for(timeout=180000)
+        outcomes[question] = (final.get_attribute("data-verdict"), final.locator(".raqa-final-text").inner_text())
+    wrong = {
+        q: got
+        for (q, answer), got in zip(expected, outcomes.values(), strict=True)
+        if (answer is None and got[0] != "not_found")
+        or (answer is not None and (got[0] != "answered" or normalize_answer(answer) not in normalize_answer(got[1])))
+    }
+    assert not wrong, f"examples that did not end as they should (verdict, answer): {wrong}"
 
 
 def test_experiments_view_shows_every_committed_result_as_a_figure(page):

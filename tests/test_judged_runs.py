@@ -25,6 +25,9 @@ class ScriptedJudge:
 
     threshold = 0.6
 
+    def gate(self, window: int) -> float:
+        return 0.6 + window / 100
+
     def __init__(self, answer: str = "Leonardo da Vinci", p_on_p3: float = 0.9):
         self.answer, self.p_on_p3, self.calls = answer, p_on_p3, []
 
@@ -96,7 +99,7 @@ def test_every_window_carries_the_judges_reading_of_each_page(tiny_index, script
 
 def test_model_and_judge_asks_the_model_only_where_the_judge_finds_an_answer(tiny_index, scripted):
     backend = scripted(reply_citing_p3("Leonardo da Vinci"))
-    settings = RunSettings(window=1, k=8, reader_mode="model_judge", judge_threshold=0.6)
+    settings = RunSettings(window=1, k=8, reader_mode="model_judge", gate_threshold=0.6)
     events = list(run(QUESTION, tiny_index, backend, settings, ScriptedJudge()))
     windows = verdicts(events)
     p3_window = next(i for i, v in enumerate(windows) if v.hits[0].page.id == "p3")
@@ -109,14 +112,14 @@ def test_model_and_judge_asks_the_model_only_where_the_judge_finds_an_answer(tin
 
 def test_model_and_judge_declines_everything_when_the_judge_finds_nothing(tiny_index, scripted):
     backend = scripted(reply_citing_p3("Leonardo da Vinci"))
-    settings = RunSettings(window=3, k=8, reader_mode="model_judge", judge_threshold=0.6)
+    settings = RunSettings(window=3, k=8, reader_mode="model_judge", gate_threshold=0.6)
     events = list(run(QUESTION, tiny_index, backend, settings, ScriptedJudge(p_on_p3=0.2)))
     assert backend.requests == [] and events[-1].abstained and events[-1].answer is None
 
 
 def test_the_judge_alone_answers_from_the_page_without_the_model(tiny_index, scripted):
     backend = scripted()
-    settings = RunSettings(window=3, k=8, reader_mode="judge", judge_threshold=0.6)
+    settings = RunSettings(window=3, k=8, reader_mode="judge", gate_threshold=0.6)
     events = list(run(QUESTION, tiny_index, backend, settings, ScriptedJudge()))
     final = events[-1]
     assert backend.requests == [] and final.answer == "Leonardo da Vinci" and final.verdict == "answered"
@@ -146,4 +149,5 @@ def test_the_service_plans_judge_readers_with_the_judges_threshold(tiny_pages, t
     service.judge_loader = lambda: loads.append(1) or ScriptedJudge()
     plan = service.plan(QUESTION, reader="base+judge")
     assert plan.settings.reader_mode == "model_judge" and plan.settings.judge_threshold == ScriptedJudge.threshold
+    assert plan.settings.gate_threshold == pytest.approx(0.63)  # the judge's gate for the default window of 3
     assert plan.judge is service.plan(QUESTION).judge and loads == [1]  # loaded once, on first use

@@ -105,10 +105,10 @@ def test_with_a_judge_the_comparison_measures_the_judge_and_both_badges():
         "base": (ScriptedBackend(answers_always), RunSettings(judge_threshold=0.5), {"label": "Base"}),
         "base+judge": (
             ScriptedBackend(answers_always),
-            RunSettings(reader_mode="model_judge", judge_threshold=0.5),
+            RunSettings(reader_mode="model_judge", gate_threshold=0.5),
             {"label": "Base + judge"},
         ),
-        "judge": (ScriptedBackend([]), RunSettings(reader_mode="judge", judge_threshold=0.5), {"label": "Judge"}),
+        "judge": (ScriptedBackend([]), RunSettings(reader_mode="judge", gate_threshold=0.5), {"label": "Judge"}),
     }
     results = reader_comparison.reader_comparison(
         ITEMS, LOST, index, readers, PositiveIndex(PAGES), 5, 1, 5, identity, judge

@@ -2,6 +2,8 @@
 
 import re
 
+from test_reader_comparison import ITEMS, PAGES, identity
+
 from raqa.config import RunSettings
 from raqa.evaluation.positives import PositiveIndex
 from raqa.evaluation.reading_defaults import CONFIGS, choose, reading_defaults
@@ -9,7 +11,6 @@ from raqa.models.scripted import ScriptedBackend
 from raqa.reading.engine import in_reading_order
 from raqa.retrieval.index import BM25Index
 from raqa.web.figures_experiments import FIGURES
-from test_reader_comparison import ITEMS, PAGES, identity
 
 
 def answers_from_the_last_page(messages):
@@ -45,7 +46,11 @@ def test_in_reading_order_reverses_only_when_asked():
 
 def test_choose_prefers_fewer_false_answers_among_equal_exact_match():
     def row(name, em, far):
-        return {"label": name, "exact_match_on_positive": {"value": em}, "false_answer_rate_on_negative": {"value": far}}
+        return {
+            "label": name,
+            "exact_match_on_positive": {"value": em},
+            "false_answer_rate_on_negative": {"value": far},
+        }
 
     assert choose([row("a", 0.3, 0.9), row("b", 0.1, 0.1)])["label"] == "a"
     assert choose([row("a", 0.3, 0.9), row("b", 0.295, 0.4)])["label"] == "b"

@@ -62,3 +62,20 @@ def cmd_train_judge(args: argparse.Namespace) -> int:
     }
     print(json.dumps(summary, indent=1))
     return 0
+
+
+def cmd_calibrate_judge(args: argparse.Namespace) -> int:
+    """Write the model + judge reader's gate per window size into the judge's card; JSON summary on stdout."""
+    from raqa.config import default_cache_dir
+    from raqa.models.base import ModelError
+    from raqa.training.judge_gate import calibrate_folder
+
+    if not 0 < args.max_false < 1:
+        return error(f"--max-false must be between 0 and 1, got {args.max_false}.")
+    command = f"python -m raqa calibrate-judge --max-false {args.max_false} --out {args.out}"
+    try:
+        gate = calibrate_folder(Path(args.out), Path(args.cache or default_cache_dir()), command, args.max_false, say)
+    except ModelError as e:
+        return error(e)
+    print(json.dumps({"thresholds": gate["thresholds"], "windows": gate["windows"]}))
+    return 0

@@ -222,6 +222,11 @@ def _train_judge(sub) -> None:
         help="no training: refit p_answer and the threshold of the judge in --out and measure it again",
     )
     judge.set_defaults(func=command("judge:cmd_train_judge"))
+    gate = sub.add_parser("calibrate-judge", help="choose the model + judge reader's gate on held-out dev windows")
+    gate.add_argument("--max-false", type=float, default=0.2, help="share of answer-free dev windows let through")
+    gate.add_argument("--out", default="assets/judge", help="the judge folder whose card gets the gate")
+    gate.add_argument("--cache", help="cache folder for the index (env RAQA_CACHE)")
+    gate.set_defaults(func=command("judge:cmd_calibrate_judge"))
 
 
 def _train_adapt(sub) -> None:

@@ -64,6 +64,7 @@ def reader_comparison(
                 "answer_threshold": settings.answer_threshold,
                 "reader_mode": settings.reader_mode,
                 "judge_threshold": settings.judge_threshold if judge is not None else None,
+                "gate_threshold": settings.gate_threshold if settings.reader_mode != "model" else None,
             },
             "windows": score_windows(negative, positive, backend, settings, judge),
             "iterative": runs,

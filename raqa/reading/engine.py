@@ -87,6 +87,14 @@ def in_reading_order(hits: Sequence[Hit], settings: RunSettings) -> tuple[Hit, .
     return tuple(reversed(hits)) if settings.page_order == "best_last" else tuple(hits)
 
 
+def prompt(question: str, hits: Sequence[Hit], backend: Backend, settings: RunSettings) -> list[dict[str, str]]:
+    """The chat messages for reading these pages: the settings' shots, page cut and in-window order."""
+    return build_messages(
+        question, in_reading_order(hits, settings), settings.page_tokens, backend.count_tokens,
+        DEMONSTRATIONS[: settings.shots],
+    )  # fmt: skip
+
+
 def _verdict(kind: str, supported: bool) -> Verdict:
     if kind == "answer":
         return "answered" if supported else "unsupported"
@@ -119,13 +127,7 @@ def read_window(
         p_judge = readings[best(readings)].p_answer
         yield WindowVerdict(number, hits, verdict, reply, check, p_judge, 0, 0, time.perf_counter() - start, readings)
         return
-    messages = build_messages(
-        question,
-        in_reading_order(hits, settings),
-        settings.page_tokens,
-        backend.count_tokens,
-        DEMONSTRATIONS[: settings.shots],
-    )
+    messages = prompt(question, hits, backend, settings)
     prompt_tokens = backend.count_prompt_tokens(messages)
     yield WindowStarted(number, of, hits, prompt_tokens)
     text, p_answer, usage = "", None, Usage(prompt_tokens, 0)
@@ -163,14 +165,7 @@ def read_window(
 
 def topk_prompt_tokens(question: str, hits: Sequence[Hit], backend: Backend, settings: RunSettings) -> int:
     """Prompt tokens of one Top-K prompt over all the hits (counted, not run)."""
-    messages = build_messages(
-        question,
-        in_reading_order(hits, settings),
-        settings.page_tokens,
-        backend.count_tokens,
-        DEMONSTRATIONS[: settings.shots],
-    )
-    return backend.count_prompt_tokens(messages)
+    return backend.count_prompt_tokens(prompt(question, hits, backend, settings))
 
 
 def fit_to_context(question: str, hits: Sequence[Hit], backend: Backend, settings: RunSettings) -> tuple[Hit, ...]:

@@ -207,6 +207,12 @@ class AnswerJudge:
             raise ModelError(f"Could not load the answer judge at {folder}: {type(e).__name__}: {e}") from e
         return cls(model, tokenizer, float(card.get("threshold", 0.5)), int(card.get("max_tokens", MAX_TOKENS)), card)
 
+    def gate(self, window: int) -> float:
+        """The model + judge reader's threshold for windows of this many pages (card "gate", calibrate-judge);
+        the page threshold where the card has none for that size."""
+        thresholds = (self.card.get("gate") or {}).get("thresholds", {})
+        return float(thresholds.get(str(window), self.threshold))
+
     def read(self, question: str, pages: Sequence[Page | Hit]) -> list[JudgeReading]:
         """One reading per page, in the order given (Hits are read as their pages), in one forward pass."""
         return [

@@ -32,9 +32,7 @@ def judge_decides(readings: Sequence[JudgeReading], settings: RunSettings) -> bo
     """Whether the judge settles this window without the model: it reads alone, or it gates and finds nothing."""
     if settings.reader_mode == "judge":
         return True
-    return settings.reader_mode == "model_judge" and not finds_answer(
-        readings[best(readings)], settings.judge_threshold
-    )
+    return settings.reader_mode == "model_judge" and not finds_answer(readings[best(readings)], settings.gate_threshold)
 
 
 def judge_reply(
@@ -43,7 +41,7 @@ def judge_reply(
     """The window's reply when the judge decides it: its answer with page and sentence, or a decline with why."""
     i = best(readings)
     reading, page = readings[i], hits[i].page
-    if settings.reader_mode == "judge" and finds_answer(reading, settings.judge_threshold):
+    if settings.reader_mode == "judge" and finds_answer(reading, settings.gate_threshold):
         sentences = split_sentences(page.text)
         number = sentences.index(reading.sentence) + 1 if reading.sentence in sentences else None
         raw = f"ANSWER: {reading.answer}\nPAGE: {page.id}" + (f"\nSENTENCE: {number}" if number else "")
@@ -53,6 +51,6 @@ def judge_reply(
     unasked = "" if settings.reader_mode == "judge" else "; the model was not asked"
     reason = (
         f"The answer judge finds no answer on these pages: its best is P = {reading.p_answer:.2f} on page {page.id}, "
-        f"below {settings.judge_threshold:.2f}{unasked}."
+        f"below the gate {settings.gate_threshold:.2f}{unasked}."
     )
     return ParsedReply("not_found", "NOT FOUND", reason=reason), None

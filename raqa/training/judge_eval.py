@@ -247,8 +247,29 @@ names a gold answer for another reason can count as positive. Pages longer than 
 read only up to there. p_answer is fitted on balanced dev pairs: read it as P(answer) at even odds, not as a
 frequency in a run, where most pages are answer-free. The threshold maximises true minus false positive rate; a
 caller that needs fewer false answers should raise it, along the rates above. Trained on NQ and TriviaQA questions
-over this corpus only.{_history(card)}
+over this corpus only.{_gate(card)}{_history(card)}
 """
+
+
+def _gate(card: dict) -> str:
+    """The model + judge reader's gate per window size, when calibrate-judge has written one."""
+    gate = card.get("gate")
+    if not gate:
+        return ""
+    rows = "\n".join(
+        f"| {w} | {gate['thresholds'][w]} | {m['negative']} + {m['positive']} | {m['pass_negative']:.0%} | "
+        f"{m['pass_positive']:.0%} | {m['auc']:.3f} |"
+        for w, m in gate["windows"].items()
+    )
+    return f"""
+
+## Gate of the "model + judge" reader (held-out dev windows)
+The model's answer to a window stands only when the judge's best page in it reaches the window size's threshold:
+the lowest that passes at most {gate["max_false"]:.0%} of answer-free dev windows. Made by `{gate["command"]}`.
+
+| w | threshold | windows (answer-free + answer-bearing) | answer-free passed | answer-bearing passed | AUC |
+|---|---|---|---|---|---|
+{rows}"""
 
 
 def _history(card: dict) -> str:

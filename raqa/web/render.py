@@ -145,7 +145,8 @@ class RunView:
         )
         if f.answer is None:
             return (
-                f'<div class="raqa-answer raqa-none"><b>{esc(self.title)}:</b> {badge("not_found")} '
+                f'<div class="raqa-answer raqa-none" data-question="{esc(self.question)}" data-verdict="not_found"><b>{esc(self.title)}:</b> '
+                f"{badge('not_found')} "
                 f'<span class="raqa-final-text">Answer not found</span> <span class="raqa-meta">{esc(stats)}</span></div>'
             )
         where = f" from page {esc(f.page_id)}" if f.page_id else ""
@@ -157,7 +158,8 @@ class RunView:
             else ""
         )
         return (
-            f'<div class="raqa-answer"><b>{esc(self.title)}:</b> {badge(f.verdict)} '
+            f'<div class="raqa-answer" data-question="{esc(self.question)}" data-verdict="{esc(f.verdict)}">'
+            f"<b>{esc(self.title)}:</b> {badge(f.verdict)} "
             f'<span class="raqa-final-text" dir="auto">{esc(f.answer)}</span>{where} '
             f'<span class="raqa-meta">window {f.window} · {esc(stats)}</span>{warning}{evidence}</div>'
         )
