@@ -29,7 +29,7 @@ from raqa.reading.engine import run
 from raqa.reading.events import RunEvent
 from raqa.reading.judge import CARD_FILE as JUDGE_CARD
 from raqa.reading.judge import JUDGE_DIR, AnswerJudge
-from raqa.reading.readers import BASE_READER, JUDGE_READERS, Reader, available_readers
+from raqa.reading.readers import BASE_READER, JUDGE_READERS, MODEL_JUDGE_READER, Reader, available_readers
 from raqa.retrieval.corpus import Page, corpus_name, load_corpus
 from raqa.retrieval.index import BM25Index, load_or_build
 from raqa.text import normalize_answer
@@ -37,8 +37,9 @@ from raqa.text import normalize_answer
 # Corpus files larger than this are read from disk on demand (pagestore.py) instead of into memory.
 PAGESTORE_ABOVE_BYTES = 64 * 1024 * 1024
 
-# The reader the page starts with, unless RAQA_READER says otherwise (see README: chosen by measurement).
-DEFAULT_READER = BASE_READER.name
+# The reader the page starts with, unless RAQA_READER says otherwise (see README: chosen by measurement): the
+# model behind the answer judge's gate when the judge is shipped, else the base model.
+DEFAULT_READER = MODEL_JUDGE_READER.name
 
 Progress = Callable[[str], None]
 

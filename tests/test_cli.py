@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from raqa.cli import main
-from raqa.config import AppConfig
+from raqa.config import AppConfig, RunSettings
 from raqa.models.base import ModelError
 from raqa.models.scripted import ScriptedBackend
 from raqa.reading.readers import BASE_READER, Reader
@@ -153,7 +153,7 @@ def test_json_stream(tiny_service, broad_question: str, capsys: pytest.CaptureFi
 
 def test_json_stream_ends_in_abstention(tiny_service, broad_question: str, capsys: pytest.CaptureFixture) -> None:
     tiny_service(DECLINE, DECLINE, DECLINE)
-    assert main(["ask", broad_question, "--json", "--order", "backward"]) == 0
+    assert main(["ask", broad_question, "--json", "--order", "backward", "--window", "3"]) == 0
     final = json_lines(capsys.readouterr().out)[-1]
     assert (final["type"], final["answer"], final["abstained"], final["windows_read"]) == ("final", None, True, 3)
 
@@ -424,7 +424,12 @@ def test_experiment_runs_through_the_registry_and_writes_its_record(
     assert record["sample"] == {"split": "test", "limit": 1, "seed": 3, "pool": 1}
     assert (record["model"], record["corpus"]) == ("scripted", "tiny (8 pages)")
     assert {"code_version", "created", "machine"} <= record.keys()
-    assert set(record["results"]["configs"]) == {"topk_k5", "topk_k10", "topk_k20", "iterative_w3_k15"}
+    assert set(record["results"]["configs"]) == {
+        "topk_k5",
+        "topk_k10",
+        "topk_k20",
+        f"iterative_w{RunSettings.window}_k15",
+    }
     assert "wrote " in capsys.readouterr().err
 
 

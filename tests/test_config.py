@@ -129,7 +129,7 @@ def test_settings_error_is_a_value_error() -> None:
 def test_run_settings_are_frozen_and_replace_returns_a_copy() -> None:
     settings = RunSettings()
     changed = settings.replace(window=5)
-    assert (settings.window, changed.window) == (3, 5)
+    assert (settings.window, changed.window) == (RunSettings.window, 5)
     with pytest.raises(dataclasses.FrozenInstanceError):
         settings.window = 4  # type: ignore[misc]
 

@@ -65,7 +65,7 @@ def ranks(hits: tuple[Hit, ...]) -> list[int]:
 
 
 def settings(**changes: object) -> RunSettings:
-    return RunSettings(window=3, k=15).replace(**changes)
+    return RunSettings(window=3, k=15, page_order="best_first").replace(**changes)
 
 
 @pytest.fixture
@@ -109,6 +109,15 @@ def test_each_prompt_holds_exactly_its_window(tiny_index, broad_question, script
     for request in backend.requests:
         assert request[0] == {"role": "system", "content": SYSTEM_PROMPT}
         assert request[-1]["content"].endswith(f"Question: {broad_question}")
+
+
+def test_best_last_lists_the_best_page_nearest_the_question(tiny_index, broad_question, scripted: Scripted, hits):
+    backend = scripted(DECLINE, DECLINE, DECLINE)
+    events = list(run(broad_question, tiny_index, backend, settings(page_order="best_last")))
+    shown = [re.findall(r"^Page (\S+):", request[-1]["content"], re.MULTILINE) for request in backend.requests]
+    assert shown[0] == [hit.page.id for hit in reversed(hits[:3])]  # rank 3, 2, 1, then the question
+    started = of_type(events, WindowStarted)
+    assert [h.rank for h in started[0].hits] == [1, 2, 3]  # the events keep score order
 
 
 def test_run_stops_at_the_first_answer(tiny_index, broad_question, scripted: Scripted, hits) -> None:

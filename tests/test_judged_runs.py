@@ -149,5 +149,16 @@ def test_the_service_plans_judge_readers_with_the_judges_threshold(tiny_pages, t
     service.judge_loader = lambda: loads.append(1) or ScriptedJudge()
     plan = service.plan(QUESTION, reader="base+judge")
     assert plan.settings.reader_mode == "model_judge" and plan.settings.judge_threshold == ScriptedJudge.threshold
-    assert plan.settings.gate_threshold == pytest.approx(0.63)  # the judge's gate for the default window of 3
+    assert plan.settings.gate_threshold == pytest.approx(0.6 + RunSettings.window / 100)  # the default w's gate
     assert plan.judge is service.plan(QUESTION).judge and loads == [1]  # loaded once, on first use
+
+
+def test_model_and_judge_moves_on_when_the_judge_does_not_confirm_the_models_answer(tiny_index, scripted):
+    """The gate passes on the Mona Lisa page, but the model names someone else: that window counts as declined."""
+    from raqa.reading.readers import MODEL_JUDGE_READER
+
+    settings = MODEL_JUDGE_READER.settings(RunSettings(window=1, k=8, gate_threshold=0.6))
+    assert settings.grounded_only and settings.reader_mode == "model_judge"
+    events = list(run(QUESTION, tiny_index, scripted(reply_citing_p3("Salai")), settings, ScriptedJudge()))
+    p3 = next(v for v in verdicts(events) if v.hits[0].page.id == "p3")
+    assert p3.verdict == "unsupported" and events[-1].abstained and events[-1].answer is None

@@ -40,7 +40,7 @@ def test_the_page_order_reaches_the_prompt_and_the_measurement_picks_what_the_mo
 
 def test_in_reading_order_reverses_only_when_asked():
     hits = (1, 2, 3)
-    assert in_reading_order(hits, RunSettings()) == (1, 2, 3)
+    assert in_reading_order(hits, RunSettings(page_order="best_first")) == (1, 2, 3)
     assert in_reading_order(hits, RunSettings(page_order="best_last")) == (3, 2, 1)
 
 

@@ -26,7 +26,9 @@ def cmd_experiment(args: argparse.Namespace) -> int:
 
     experiment = registry.EXPERIMENTS[args.name]
     limit = args.limit or experiment.limit
-    options = registry.Options(args.seed, args.reader, args.questions, args.unanswerable, args.window)
+    options = registry.Options(
+        args.seed, args.reader, args.questions, args.unanswerable, args.window, args.page_order
+    )  # fmt: skip
     try:
         pool = registry.question_pool(experiment, args.dataset, limit, args.seed)
         service = Service.load(app_config(args), progress=say, load_model=experiment.needs_model)
@@ -37,7 +39,9 @@ def cmd_experiment(args: argparse.Namespace) -> int:
     except (QuestionsError, ModelError, ValueError) as e:  # ValueError: SettingsError (no such reader)
         return error(e)
     # a reader comparison at another window size is its own record, beside the default one
-    label = args.dataset if "window" not in experiment.options or args.window == 3 else f"{args.dataset}-w{args.window}"
+    label = args.dataset
+    if "window" in experiment.options and (args.window, args.page_order) != (3, "best_first"):  # the first records
+        label += f"-w{args.window}" + ("-best-last" if args.page_order == "best_last" else "")
     path = records.write(experiment.name, label, run.results, run.about, _out_dir(args))
     say(f"wrote {path} in {run.seconds:.0f} s")
     return 0

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 
-from raqa.config import AppConfig
+from raqa.config import AppConfig, RunSettings
 from raqa.evaluation.registry import EXPERIMENTS
 
 DATASETS = ["nq", "triviaqa", "squad"]
@@ -36,8 +36,8 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     """How one question is read; validated by the service (config.validate_settings), not by argparse."""
     parser.add_argument("--strategy", default="iterative", help="iterative | topk")
     parser.add_argument("--order", default="forward", help="forward | backward")
-    parser.add_argument("--window", default=3, help="pages per window, 1-20")
-    parser.add_argument("--k", default=15, help="pages retrieved, 5-100")
+    parser.add_argument("--window", default=RunSettings.window, help="pages per window, 1-20")
+    parser.add_argument("--k", default=RunSettings.k, help="pages retrieved, 5-100")
     parser.add_argument("--grounded-only", action="store_true", help="count unsupported answers as declines")
 
 
@@ -154,10 +154,16 @@ def _experiment(sub) -> None:
     experiment.add_argument(
         "--window",
         type=int,
-        default=3,
+        default=RunSettings.window,
         choices=range(1, 11),
         metavar="1-10",
         help="reader_comparison: pages per window",
+    )
+    experiment.add_argument(
+        "--page-order",
+        default=RunSettings.page_order,
+        choices=["best_first", "best_last"],
+        help="reader_comparison: pages inside a window, best first or best nearest the question",
     )
     add_model_options(experiment)
     experiment.set_defaults(func=command("experiments:cmd_experiment"))
@@ -254,8 +260,8 @@ def _bench(sub) -> None:
 def _load_test(sub) -> None:
     load = sub.add_parser("load-test", help="many sessions at once through the served page's API (real model)")
     load.add_argument("--sessions", type=int, default=20)
-    load.add_argument("--window", type=int, default=3, help="the page's default")
-    load.add_argument("--k", type=int, default=15, help="the page's default")
+    load.add_argument("--window", type=int, default=RunSettings.window, help="the page's default")
+    load.add_argument("--k", type=int, default=RunSettings.k, help="the page's default")
     load.add_argument("--seed", type=int, default=0)
     load.add_argument("--out", default="assets/results/load-test.json")
     add_model_options(load)

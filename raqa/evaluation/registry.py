@@ -34,6 +34,7 @@ class Options:
     questions: int = 25  # iterative runs per reading order
     unanswerable: int = 30  # NQ test questions with no answer in the corpus
     window: int = RunSettings.window  # pages per window in reader_comparison (its windows and its runs)
+    page_order: str = RunSettings.page_order  # pages inside a window in reader_comparison (config.PageOrder)
 
 
 @dataclass(frozen=True)
@@ -103,7 +104,9 @@ def _reader_comparison(i: Inputs) -> dict:
     names = [BASE_READER.name] + [n for n in o.reader.split(",") if n and n != BASE_READER.name]
     readers, judge = {}, None
     for name in names:
-        reader, backend, settings, judge = i.service.reading(name, i.base.replace(window=o.window))
+        reader, backend, settings, judge = i.service.reading(
+            name, i.base.replace(window=o.window, page_order=o.page_order)
+        )
         about = {"label": reader.label, "mode": reader.mode}
         if reader.adapter is not None:
             about["adapter"] = f"assets/readers/{reader.name}"
@@ -141,7 +144,7 @@ EXPERIMENTS: dict[str, Experiment] = {
             _reader_comparison,
             40,
             pool_factor=20,
-            options=("reader", "questions", "unanswerable", "window"),
+            options=("reader", "questions", "unanswerable", "window", "page_order"),
         ),
     )
 }
@@ -155,7 +158,7 @@ def question_pool(experiment: Experiment, dataset: str, limit: int, seed: int) -
 def command_line(experiment: Experiment, dataset: str, limit: int, options: Options) -> str:
     """The command that reruns the experiment, as its record states it."""
     line = f"python -m raqa experiment {experiment.name} --dataset {dataset} --limit {limit} --seed {options.seed}"
-    return line + "".join(f" --{name} {getattr(options, name)}" for name in experiment.options)
+    return line + "".join(f" --{name.replace('_', '-')} {getattr(options, name)}" for name in experiment.options)
 
 
 def run(

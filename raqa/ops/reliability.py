@@ -19,13 +19,14 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from raqa.config import RunSettings
 from raqa.evaluation.records import provenance
 from raqa.ops.bench_timing import percentile
 from raqa.service import Service
 
 # The run's settings after the question, in the order the /run_events endpoint and Service.plan take them:
 # strategy, order, window, K, grounded only, rationale, reader (None = the page's default reader).
-DEFAULT_FORM = ("iterative", "forward", 3, 15, False, False, None)
+DEFAULT_FORM = ("iterative", "forward", RunSettings.window, RunSettings.k, False, False, None)
 
 
 @dataclass(frozen=True)

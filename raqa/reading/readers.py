@@ -40,12 +40,17 @@ class Reader:
     mode: ReaderMode = "model"  # who answers: the model, the model where the judge finds an answer, the judge
 
     def settings(self, base: RunSettings) -> RunSettings:
-        """The run settings with this reader's calibrated threshold, shots, page cut and mode."""
+        """The run settings with this reader's calibrated threshold, shots, page cut and mode.
+
+        With the judge's gate (model_judge), an answer stands only when the judge also agrees with it on the
+        cited page (Answered): one it does not confirm counts as a decline, so the run moves on.
+        """
         return base.replace(
             answer_threshold=self.answer_threshold,
             shots=self.shots,
             page_tokens=self.page_tokens,
             reader_mode=self.mode,
+            grounded_only=base.grounded_only or self.mode == "model_judge",
         )
 
 

@@ -101,8 +101,9 @@ def build_demo(service: Service) -> gr.Blocks:
                         value=choices[0][1],
                         label="Reader (the model that reads the windows)",
                         info="The abstention-tuned reader is the same model with a LoRA adapter trained to say "
-                        "NOT FOUND on windows without the answer. With the answer judge, the model answers only "
-                        "where the judge finds an answer on a page; the judge alone is an extractive baseline.",
+                        "NOT FOUND on windows without the answer. With the answer judge, the model is asked only "
+                        "where the judge finds an answer on a page, and its answer stands only when the judge "
+                        "agrees; the judge alone is an extractive baseline.",
                         visible=len(choices) > 1,
                         elem_id="raqa-reader",
                     )
