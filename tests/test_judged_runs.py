@@ -162,3 +162,15 @@ def test_model_and_judge_moves_on_when_the_judge_does_not_confirm_the_models_ans
     events = list(run(QUESTION, tiny_index, scripted(reply_citing_p3("Salai")), settings, ScriptedJudge()))
     p3 = next(v for v in verdicts(events) if v.hits[0].page.id == "p3")
     assert p3.verdict == "unsupported" and events[-1].abstained and events[-1].answer is None
+
+
+def test_an_answer_that_only_repeats_the_question_is_never_answered(tiny_index):
+    """'gold' for 'the chemical symbol for gold' agrees with a judge that read 'gold' too, and is still no answer."""
+    question = "What is the chemical symbol for gold?"
+    hits = tuple(tiny_index.search(QUESTION, 2))
+    readings = [JudgeReading(0.9, "gold", "Gold is a metal.")] * len(hits)
+    cited = hits[0].page.id
+    check = check_agreement(parse_reply(f"ANSWER: Gold\nPAGE: {cited}\nSENTENCE: 1"), hits, readings, 0.5, question)
+    assert not check.supported and "repeats words of the question" in check.note
+    right = [JudgeReading(0.9, "Au", "Its symbol is Au.")] * len(hits)
+    assert check_agreement(parse_reply(f"ANSWER: Au\nPAGE: {cited}\nSENTENCE: 1"), hits, right, 0.5, question).supported

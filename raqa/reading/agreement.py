@@ -5,7 +5,7 @@ about the question; it cannot tell a right answer from a wrong name copied from 
 from a sentence about Japan). Here the judge (judge.py) reads the cited page itself and extracts the answer
 it finds there; the answer is **Answered** only when the cited page is in the window, the judge finds an answer
 on it (its probability reaches its threshold), and the two answers agree: one normalised answer contains the
-other, or their token F1 is at least MIN_F1. Otherwise it is **Unsupported**, and the note says what the page
+other, or their token F1 is at least MIN_F1. An answer made only of the question's own words is no answer. Otherwise it is **Unsupported**, and the note says what the page
 does say. Left out here: running the judge (engine.py) and the lexical check (grounding.py).
 """
 
@@ -53,19 +53,33 @@ def agrees(model_answer: str, judge_answer: str) -> bool:
     return token_f1(a, b) >= MIN_F1
 
 
+def restates_question(answer: str, question: str) -> bool:
+    """Whether every word of the answer is already in the question ("gold" for "the chemical symbol for gold"):
+    such a reply names what was asked about, not an answer.
+
+    Example:
+        >>> restates_question("gold", "What is the chemical symbol for gold?"), restates_question("Au", "... gold?")
+        (True, False)
+    """
+    words = normalize_answer(answer).split()
+    return bool(words) and set(words) <= set(normalize_answer(question).split())
+
+
 def check_agreement(
-    reply: ParsedReply, window: Sequence[Hit], readings: Sequence[JudgeReading], threshold: float
+    reply: ParsedReply, window: Sequence[Hit], readings: Sequence[JudgeReading], threshold: float, question: str = ""
 ) -> Grounding:
     """The badge for an answer reply: agreement between the model and the judge on the page the model cites."""
     if reply.kind != "answer" or reply.answer is None:
         return Grounding(False, "No answer to check.")
+    if question and restates_question(reply.answer, question):
+        return Grounding(False, f"The answer {reply.answer!r} only repeats words of the question.", reply.page_id)
     if reply.page_id is None:
         return Grounding(False, "The reply names no page.")
     position = next((i for i, hit in enumerate(window) if hit.page.id == reply.page_id), None)
     if position is None:
         return Grounding(False, f"The reply cites page {reply.page_id}, which is not in this window.")
     page_id, reading = reply.page_id, readings[position]
-    if reading.answer is None or reading.p_answer < threshold:
+    if reading.answer is None or reading.p_answer < threshold or restates_question(reading.answer, question):
         return Grounding(
             False,
             f"The judge finds no answer to the question on page {page_id} (P = {reading.p_answer:.2f}).",

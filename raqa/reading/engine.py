@@ -143,7 +143,7 @@ def read_window(
     check = None
     if reply.kind == "answer":
         check = (
-            check_agreement(reply, hits, readings, settings.judge_threshold)
+            check_agreement(reply, hits, readings, settings.judge_threshold, question)
             if readings is not None
             else grounding.check(reply, hits, question)
         )
