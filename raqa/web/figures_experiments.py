@@ -179,6 +179,8 @@ READER_METRICS = (  # label on the x axis -> where the estimate lives in a reade
     ("answers badged Answered", ("windows", "grounded_share_of_answers")),
     ("Answered badge: precision", ("windows", "badge", "precision")),
     ("Answered badge: recall", ("windows", "badge", "recall")),
+    ("lexical check (before): precision", ("windows", "badge_lexical", "precision")),
+    ("lexical check (before): recall", ("windows", "badge_lexical", "recall")),
     ("iterative forward: exact match", ("iterative", "forward", "exact_match")),
     ("iterative backward: exact match", ("iterative", "backward", "exact_match")),
     ("unanswerable questions answered", ("unanswerable", "ended_with_an_answer")),
@@ -229,7 +231,9 @@ def reader_comparison_figure(record: dict) -> go.Figure:
         ),
         barmode="group",
         yaxis=dict(tickformat=".0%", range=[0, 1.15], title="share"),
-        **{**_LAYOUT, "height": 460},
+        legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0),
+        title_font_size=13,
+        **{**_LAYOUT, "height": 520, "margin": dict(l=60, r=20, t=130, b=50)},
     )
     return figure
 
