@@ -157,13 +157,13 @@ def _experiment(sub) -> None:
         default=RunSettings.window,
         choices=range(1, 11),
         metavar="1-10",
-        help="reader_comparison: pages per window",
+        help="pages per window (the experiments that do not vary it themselves)",
     )
     experiment.add_argument(
         "--page-order",
         default=RunSettings.page_order,
         choices=["best_first", "best_last"],
-        help="reader_comparison: pages inside a window, best first or best nearest the question",
+        help="pages inside a window, best first or best nearest the question",
     )
     add_model_options(experiment)
     experiment.set_defaults(func=command("experiments:cmd_experiment"))

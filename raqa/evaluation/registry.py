@@ -158,7 +158,9 @@ def question_pool(experiment: Experiment, dataset: str, limit: int, seed: int) -
 def command_line(experiment: Experiment, dataset: str, limit: int, options: Options) -> str:
     """The command that reruns the experiment, as its record states it."""
     line = f"python -m raqa experiment {experiment.name} --dataset {dataset} --limit {limit} --seed {options.seed}"
-    return line + "".join(f" --{name.replace('_', '-')} {getattr(options, name)}" for name in experiment.options)
+    named = list(experiment.options)
+    named += [n for n in ("window", "page_order") if n not in named and getattr(options, n) != getattr(RunSettings, n)]
+    return line + "".join(f" --{name.replace('_', '-')} {getattr(options, name)}" for name in named)
 
 
 def run(
@@ -174,7 +176,8 @@ def run(
     if "reader" in experiment.options:  # loaded (or refused, naming the readers) before the clock starts
         for name in options.reader.split(","):
             service.reading(name, RunSettings())
-    inputs = Inputs(service, pool, PositiveIndex(service.pages), limit, options, progress)
+    base = RunSettings(window=options.window, page_order=options.page_order)  # every experiment's windows
+    inputs = Inputs(service, pool, PositiveIndex(service.pages), limit, options, progress, base)
     results, seconds = records.timed(experiment.runner, inputs)
     about = {
         "command": command_line(experiment, dataset, limit, options),
