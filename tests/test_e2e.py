@@ -118,7 +118,11 @@ def page(browser, server):
     context.close()
 
 
-def _ask(tab, question: str, order: str = "forward") -> None:
+def _ask(tab, question: str, order: str = "forward", window: int | None = None) -> None:
+    if window is not None:  # the slider's number box, as a person types it
+        box = tab.locator("#raqa-window input[type=number]")
+        box.fill(str(window))
+        box.press("Enter")
     tab.locator("#raqa-question textarea").fill(question)
     tab.locator("#raqa-order label", has_text=order).click()
     tab.locator("#raqa-run").click()
@@ -130,7 +134,7 @@ def _first_window_ranks(tab) -> list[str]:
 
 
 def test_windows_stream_in_then_the_run_ends_not_found(page):
-    _ask(page, "apple orchard harvest")
+    _ask(page, "apple orchard harvest", window=3)
     seen = []
     deadline = time.time() + 30
     while time.time() < deadline:
@@ -146,10 +150,10 @@ def test_windows_stream_in_then_the_run_ends_not_found(page):
 
 
 def test_backward_order_reads_lowest_ranked_pages_first(page):
-    _ask(page, "apple orchard harvest", "forward")
+    _ask(page, "apple orchard harvest", "forward", window=3)
     page.wait_for_selector(".raqa-final-text", timeout=30000)
     forward = _first_window_ranks(page)
-    _ask(page, "apple orchard harvest", "backward")
+    _ask(page, "apple orchard harvest", "backward", window=3)
     page.wait_for_function("() => document.querySelector('.raqa-final-text') === null", timeout=10000)
     page.wait_for_selector(".raqa-final-text", timeout=30000)
     backward = _first_window_ranks(page)
