@@ -33,8 +33,8 @@ class Options:
     reader: str = "abstain"  # the trained reader compared with the base model
     questions: int = 25  # iterative runs per reading order
     unanswerable: int = 30  # NQ test questions with no answer in the corpus
-    window: int = RunSettings.window  # pages per window in reader_comparison (its windows and its runs)
-    page_order: str = RunSettings.page_order  # pages inside a window in reader_comparison (config.PageOrder)
+    window: int = RunSettings.window  # pages per window of every experiment's runs (Inputs.base)
+    page_order: str = RunSettings.page_order  # pages inside a window (config.PageOrder), likewise
 
 
 @dataclass(frozen=True)
@@ -104,9 +104,7 @@ def _reader_comparison(i: Inputs) -> dict:
     names = [BASE_READER.name] + [n for n in o.reader.split(",") if n and n != BASE_READER.name]
     readers, judge = {}, None
     for name in names:
-        reader, backend, settings, judge = i.service.reading(
-            name, i.base.replace(window=o.window, page_order=o.page_order)
-        )
+        reader, backend, settings, judge = i.service.reading(name, i.base)
         about = {"label": reader.label, "mode": reader.mode}
         if reader.adapter is not None:
             about["adapter"] = f"assets/readers/{reader.name}"

@@ -15,10 +15,10 @@ from collections import Counter
 from collections.abc import Sequence
 
 from raqa.reading.grounding import Grounding
-from raqa.reading.judge import JudgeReading
+from raqa.reading.judge import JudgeReading, sentence_number
 from raqa.reading.prompts import ParsedReply
 from raqa.retrieval.index import Hit
-from raqa.text import normalize_answer, split_sentences
+from raqa.text import normalize_answer
 
 MIN_F1 = 0.5  # token F1 between the model's and the judge's answers that counts as agreement
 
@@ -85,8 +85,7 @@ def check_agreement(
             f"The judge finds no answer to the question on page {page_id} (P = {reading.p_answer:.2f}).",
             page_id,
         )
-    sentences = split_sentences(window[position].page.text)
-    sentence = sentences.index(reading.sentence) + 1 if reading.sentence in sentences else None
+    sentence = sentence_number(window[position].page.text, reading.sentence)
     if agrees(reply.answer, reading.answer):
         note = f"The judge reads page {page_id} and finds the same answer: {reading.answer!r}."
         return Grounding(True, note, page_id, sentence, reading.sentence)

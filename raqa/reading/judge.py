@@ -105,6 +105,17 @@ def sentence_at(text: str, position: int) -> str | None:
     return found
 
 
+def sentence_number(text: str, sentence: str | None) -> int | None:
+    """The 1-based number of sentence among the page text's sentences (as the prompt numbers them), or None.
+
+    Example:
+        >>> sentence_number("Paris is in France. It is big.", "It is big.")
+        2
+    """
+    sentences = split_sentences(text)
+    return sentences.index(sentence) + 1 if sentence in sentences else None
+
+
 def whole_words(text: str, first: int, last: int) -> tuple[int, int]:
     """Widen [first, last) to whole words, so a span never starts or ends inside a word (WordPiece pieces).
 

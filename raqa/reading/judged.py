@@ -13,10 +13,9 @@ from collections.abc import Sequence
 
 from raqa.config import RunSettings
 from raqa.reading.grounding import Grounding
-from raqa.reading.judge import JudgeReading
+from raqa.reading.judge import JudgeReading, sentence_number
 from raqa.reading.prompts import ParsedReply
 from raqa.retrieval.index import Hit
-from raqa.text import split_sentences
 
 
 def best(readings: Sequence[JudgeReading]) -> int:
@@ -42,8 +41,7 @@ def judge_reply(
     i = best(readings)
     reading, page = readings[i], hits[i].page
     if settings.reader_mode == "judge" and finds_answer(reading, settings.gate_threshold):
-        sentences = split_sentences(page.text)
-        number = sentences.index(reading.sentence) + 1 if reading.sentence in sentences else None
+        number = sentence_number(page.text, reading.sentence)
         raw = f"ANSWER: {reading.answer}\nPAGE: {page.id}" + (f"\nSENTENCE: {number}" if number else "")
         reply = ParsedReply("answer", raw, reading.answer, page.id, number)
         note = f"The judge's own answer, read from page {page.id} (P = {reading.p_answer:.2f})."
