@@ -32,6 +32,22 @@ K_RANGE = (5, 100)
 MAX_QUESTION_CHARS = 1000
 
 
+@dataclass(frozen=True)
+class SpeedOptions:
+    """How the local model computes a reply. Every option changes the speed only: for fixed inputs the verdicts,
+    answers and P(answer) agree to 1e-4 with and without each (tests/test_speed.py). All off is the plain
+    transformers forward with a DynamicCache, the baseline the bench and the load test compare against."""
+
+    prefix_cache: bool = True  # compute the system prompt and worked examples once, start each window from them
+    lean_forward: bool = True  # Llama models: llama_runner's forward (preallocated cache, last-row logits only)
+    lookahead: int = 8  # tokens guessed from the prompt and checked in one pass (prompt lookup); 0 = off
+    batching: bool = True  # lean forward only: runs in flight share each forward pass (batcher.py)
+
+    @classmethod
+    def off(cls) -> SpeedOptions:
+        return cls(prefix_cache=False, lean_forward=False, lookahead=0, batching=False)
+
+
 def default_cache_dir() -> Path:
     return Path(os.environ.get("RAQA_CACHE") or Path.home() / ".cache" / "raqa")
 
@@ -58,6 +74,7 @@ class AppConfig:
     endpoints: str | None = None  # JSON file listing OpenAI-compatible model servers a visitor may pick
     popqa: str | None = None  # PopQA-format TSV: gives the popularity baseline a popularity per question
     pop_threshold: float | None = None  # retrieve below this popularity (tuned by eval-adapt --popqa)
+    speed: SpeedOptions = SpeedOptions()  # how the local model computes (all on; the bench compares with all off)
 
     @classmethod
     def from_env(cls, **overrides: object) -> AppConfig:

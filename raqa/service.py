@@ -19,10 +19,10 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from raqa.config import AppConfig, RunSettings, SettingsError, clean_question, validate_settings
+from raqa.config import AppConfig, RunSettings, SettingsError, SpeedOptions, clean_question, validate_settings
 from raqa.models.base import Backend, ModelError
 from raqa.models.local import TransformersBackend
 from raqa.reading.engine import run
@@ -40,6 +40,9 @@ PAGESTORE_ABOVE_BYTES = 64 * 1024 * 1024
 # The reader the page starts with, unless RAQA_READER says otherwise (see README: chosen by measurement): the
 # model behind the answer judge's gate when the judge is shipped, else the base model.
 DEFAULT_READER = MODEL_JUDGE_READER.name
+# Runs the page serves at once when its model shares forward passes between them (models/batcher.py); a model
+# that does not (an endpoint, transformers' own forward) serves one run at a time, as the queue always did.
+CONCURRENT_RUNS = 8
 
 Progress = Callable[[str], None]
 
@@ -77,6 +80,17 @@ class Service:
     judge: AnswerJudge | None = None
     judge_loader: Callable[[], AnswerJudge] | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def concurrent_runs(self) -> int:
+        return CONCURRENT_RUNS if getattr(self.backend, "batcher", None) is not None else 1
+
+    def with_speed(self, speed: SpeedOptions) -> Service:
+        """This service with its base model computing under other speed options (the load test's off and on); the
+        weights, index and pages are shared, not copied. Readers with their own adapter keep the default options."""
+        backend = self.backend.with_speed(speed) if isinstance(self.backend, TransformersBackend) else self.backend
+        config = replace(self.config, speed=speed)
+        return replace(self, config=config, backend=backend, loaded={}, _lock=threading.Lock())
 
     # -- readers ---------------------------------------------------------------------------------------
     def reader_names(self) -> list[str]:
@@ -211,7 +225,9 @@ class Service:
         start = time.perf_counter()
         service = cls(config, pages, index, backend, corpus_name(config.corpus), timings)
         if backend is None and load_model:
-            service.backend = TransformersBackend.load(config.model, config.adapter, config.cache_dir, progress)
+            service.backend = TransformersBackend.load(
+                config.model, config.adapter, config.cache_dir, progress, config.speed
+            )
             service._register_readers(progress)
             service._register_adapt_model(progress)
             service._register_judge(progress)

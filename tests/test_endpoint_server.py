@@ -8,17 +8,13 @@ README keeps it out of the demo's install command. Marked slow: it runs the real
 from __future__ import annotations
 
 import importlib.util
-import subprocess
-import sys
-import time
 
-import httpx
 import pytest
 
 from raqa.config import AppConfig, RunSettings
 from raqa.models.endpoint import EndpointBackend, EndpointConfig
 from raqa.models.local import embedded_model_path
-from raqa.ops.reliability import free_port
+from raqa.ops.llama_server import llama_cpp_server
 from raqa.reading.engine import run
 from raqa.reading.events import Final, ReplyDelta, WindowVerdict
 from raqa.reading.readers import Reader
@@ -29,31 +25,11 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def llama_server(tmp_path_factory):
+def llama_server():
     if importlib.util.find_spec("llama_cpp") is None:
         pytest.fail("llama.cpp's server is not installed: pip install -r requirements-server.txt (builds from source)")
-    port = free_port()
-    log = (tmp_path_factory.mktemp("llama") / "server.log").open("w")
-    command = [sys.executable, "-m", "llama_cpp.server", "--model", str(embedded_model_path()), "--host", "127.0.0.1",
-               "--port", str(port), "--n_ctx", "4096", "--model_alias", "smollm2"]  # fmt: skip
-    server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.time() + 180
-        while True:
-            assert server.poll() is None, "llama.cpp's server exited; see its log"
-            try:
-                if httpx.get(url + "/models", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.time() < deadline, "llama.cpp's server did not start within 180 s"
-            time.sleep(0.5)
+    with llama_cpp_server(embedded_model_path()) as url:
         yield url
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
-        log.close()
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,7 @@ stdout and a record at --out (built in raqa.ops with records.provenance(), like 
 from __future__ import annotations
 
 import argparse
+from dataclasses import asdict
 from pathlib import Path
 
 from raqa.cli.output import progress_line, say, write_json
@@ -31,38 +32,36 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def cmd_load_test(args: argparse.Namespace) -> int:
-    """Serve the page on the real model and send one NQ question per session, all at once."""
+    """Serve the page on the real model and send one NQ question per session, all at once: first with every speed
+    option off (one run at a time, the page as it was), then on (runs in flight share forward passes)."""
+    from raqa.config import SpeedOptions
     from raqa.ops import reliability
     from raqa.service import Service
 
-    service = Service.load(app_config(args), progress=say)
+    loaded = Service.load(app_config(args), progress=say)
     questions = sample_questions(args.sessions, args.seed)
     form = ("iterative", "forward", args.window, args.k, False, False, None)
-    demo, url = reliability.serve(service)
-    try:
-        results = reliability.drive_sessions(url, questions, form, progress=progress_line("sessions done"))
-        after = reliability.drive_sessions(url, questions[:1], form)
-    finally:
-        demo.close()
-    summary = reliability.summarise(results)
-    own = reliability.own_run_check(service, results, args.k)
-    summary |= {
-        "own_run_only": sum(own),
-        "server_answered_afterwards": after[0].error is None,
-        "form": list(form),
-        "seconds": [r.seconds for r in results],
-        "concurrency_limit": 1,
-    }
-    print(
-        f"{summary['completed']}/{summary['sessions']} sessions completed, {sum(own)} with their own run only; "
-        f"p50 {summary['p50_s']:.1f} s, p95 {summary['p95_s']:.1f} s, max {summary['max_s']:.1f} s"
-    )
+    phases, ok = {}, True
+    for name, speed in (("off", SpeedOptions.off()), ("on", SpeedOptions())):
+        service = loaded.with_speed(speed)
+        say(f"Speed-ups {name}: {service.concurrent_runs} run(s) at once")
+        summary = reliability.load_phase(service, questions, form, progress_line(f"sessions done ({name})"))
+        ok = ok and summary["completed"] == summary["sessions"] and summary["own_run_only"] == summary["sessions"]
+        phases[name] = summary | {"speed": asdict(speed)}
+        print(
+            f"{name}: {summary['completed']}/{summary['sessions']} sessions completed, {summary['own_run_only']} "
+            f"with their own run only; p50 {summary['p50_s']:.1f} s, p95 {summary['p95_s']:.1f} s, "
+            f"max {summary['max_s']:.1f} s"
+        )
+    ratio = phases["on"]["p95_s"] / phases["off"]["p95_s"]
+    print(f"p95 on / off: {ratio:.2f}x (target <= 0.5x)")
     command = (
         f"python -m raqa load-test --sessions {args.sessions} --window {args.window} --k {args.k} "
         f"--seed {args.seed} --out {args.out}"
     )
-    write_json(args.out, reliability.record("load_test", command, service, summary))
-    return 0 if summary["completed"] == summary["sessions"] and all(own) else 1
+    results = {"off": phases["off"], "on": phases["on"], "p95_ratio_on_off": ratio, "form": list(form)}
+    write_json(args.out, reliability.record("load_test", command, loaded, results))
+    return 0 if ok else 1
 
 
 def cmd_soak(args: argparse.Namespace) -> int:

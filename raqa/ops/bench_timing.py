@@ -10,11 +10,20 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 import numpy as np
 
 T = TypeVar("T")
+
+
+class Row(NamedTuple):
+    """One line of the bench's table."""
+
+    measure: str
+    result: str
+    target: str = ""
+    met: bool | None = None  # None: no target
 
 
 def percentile(values: Iterable[float], q: float) -> float:

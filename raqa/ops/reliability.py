@@ -172,6 +172,24 @@ def own_run_check(service: Service, results: Sequence[SessionResult], k: int) ->
     return checks
 
 
+def load_phase(service: Service, questions: Sequence[str], form: Sequence = DEFAULT_FORM, progress=None) -> dict:
+    """Serve the page for service, send every question at once (one session each), then one more after them (the
+    server still answers); the summary with each session's seconds and whether it got its own run only."""
+    demo, url = serve(service)
+    try:
+        results = drive_sessions(url, questions, form, progress=progress)
+        after = drive_sessions(url, questions[:1], form)
+    finally:
+        demo.close()
+    k = form[3]
+    return summarise(results) | {
+        "own_run_only": sum(own_run_check(service, results, k)),
+        "server_answered_afterwards": after[0].error is None,
+        "seconds": [r.seconds for r in results],
+        "concurrency_limit": service.concurrent_runs,
+    }
+
+
 def record(kind: str, command: str, service: Service, results: dict) -> dict:
     """A result file's content: what was measured, by which command, on what model and corpus, with the shared
     provenance (code version, date, machine, load average)."""

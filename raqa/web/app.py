@@ -164,7 +164,8 @@ def build_demo(service: Service) -> gr.Blocks:
         route_listen = dict(concurrency_id="model", preprocess=False, trigger_mode="multiple")
         route_button.click(route_here, [route_question], [route_cards], api_name="route", **route_listen)
         route_question.submit(route_here, [route_question], [route_cards], api_name=False, **route_listen)
-    demo.queue(default_concurrency_limit=1, max_size=64)
+    # several runs at once only when the model shares its forward passes between them (Service.concurrent_runs)
+    demo.queue(default_concurrency_limit=service.concurrent_runs, max_size=64)
     return demo
 
 

@@ -1,0 +1,228 @@
+"""The speed options change nothing but the speed: llama_runner's logits against transformers', prompt-lookup
+decoding against plain greedy decoding, the batcher's packed calls against one at a time, and (marked slow) the
+real model's verdicts, answers and P(answer) with every option off and on."""
+
+from __future__ import annotations
+
+import math
+import threading
+
+import pytest
+import torch
+
+from raqa.config import AppConfig, RunSettings, SpeedOptions
+from raqa.models.base import Choice, Usage
+from raqa.models.batcher import Batcher
+from raqa.models.decoding import LeanCursor, TransformersCursor, guided_reply, lookup_proposals
+from raqa.models.llama_runner import LlamaRunner, Request, supports
+from raqa.models.local import TransformersBackend
+from raqa.reading.engine import reply_plan
+
+
+def tiny_llama(layers: int = 2):
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=50,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=layers,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=512,
+        rope_theta=10000.0,
+    )
+    return LlamaForCausalLM(config).eval()
+
+
+@pytest.fixture(scope="module")
+def llama():
+    return tiny_llama()
+
+
+def reference_logits(model, ids: list[int]) -> torch.Tensor:
+    with torch.inference_mode():
+        return model(input_ids=torch.tensor([ids])).logits[0]
+
+
+def test_the_runner_computes_transformers_logits_prefill_then_step_by_step(llama) -> None:
+    ids = torch.randint(0, 50, (40,), generator=torch.Generator().manual_seed(1)).tolist()
+    runner = LlamaRunner(llama)
+    seq = runner.new_sequence(capacity=8)  # too small on purpose: the buffer must grow and keep what it holds
+    first = runner.forward([Request(seq, ids[:25], all_logits=True)])[0]
+    middle = runner.forward([Request(seq, ids[25:30], all_logits=True)])[0]
+    steps = [runner.forward([Request(seq, [token])])[0] for token in ids[30:]]
+    mine = torch.cat([first, middle, torch.stack(steps)])
+    assert seq.length == len(ids)
+    assert torch.allclose(mine, reference_logits(llama, ids), atol=1e-4)
+
+
+def test_packed_requests_get_the_logits_they_would_get_alone(llama) -> None:
+    a, b = [3, 5, 7, 9, 11, 13], [2, 4, 6, 8]
+    runner = LlamaRunner(llama)
+    one, two = runner.new_sequence(), runner.new_sequence()
+    runner.forward([Request(one, a[:4])])
+    last_of_a, all_of_b = runner.forward([Request(one, a[4:]), Request(two, b, all_logits=True)])
+    assert torch.allclose(last_of_a, reference_logits(llama, a)[-1], atol=1e-4)
+    assert torch.allclose(all_of_b, reference_logits(llama, b), atol=1e-4)
+    with pytest.raises(ValueError, match="one request of a call"):
+        runner.forward([Request(one, [1]), Request(one, [2])])
+
+
+def test_truncate_forgets_positions_and_a_copied_prefix_continues_like_the_original(llama) -> None:
+    runner = LlamaRunner(llama)
+    prefix = runner.new_sequence()
+    runner.forward([Request(prefix, [1, 2, 3, 4])])
+    seq = runner.new_sequence(capacity=2)
+    seq.copy_from(prefix)
+    runner.forward([Request(seq, [40, 41, 42])])  # a guess that is then taken back
+    seq.truncate(4)
+    logits = runner.forward([Request(seq, [5, 6])])[0]
+    assert torch.allclose(logits, reference_logits(llama, [1, 2, 3, 4, 5, 6])[-1], atol=1e-4)
+    with pytest.raises(ValueError, match="Cannot truncate"):
+        seq.truncate(99)
+
+
+def test_only_plain_llama_models_take_the_lean_forward(llama) -> None:
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    assert supports(llama)
+    assert not supports(GPT2LMHeadModel(GPT2Config(n_layer=1, n_embd=16, n_head=2, vocab_size=20)))
+    with pytest.raises(ValueError, match="Llama-architecture"):
+        LlamaRunner(object())
+
+
+class CopyingModel:
+    """A fake cursor whose model continues the prompt's sequence 0 1 2 ... 9 and then stops (token 20),
+    counting the forward passes it is asked for."""
+
+    def __init__(self) -> None:
+        self.length, self.tokens, self.calls = 0, [], 0
+
+    def _next(self, token: int) -> torch.Tensor:
+        logits = torch.zeros(30)
+        logits[token + 1 if token < 9 else 20] = 10.0
+        return logits
+
+    def feed(self, ids, all_logits=False):
+        self.calls += 1
+        self.tokens = self.tokens[: self.length] + list(ids)
+        self.length = len(self.tokens)
+        rows = torch.stack([self._next(t) for t in ids])
+        return rows if all_logits else rows[-1]
+
+    def truncate(self, length):
+        self.length = min(self.length, length)
+
+    def close(self):
+        pass
+
+
+@pytest.mark.parametrize("lookahead", [0, 4])
+def test_prompt_lookup_gives_the_greedy_reply_in_fewer_passes(lookahead: int) -> None:
+    prompt = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 25, 0, 1]
+    cursor = CopyingModel()
+    logits = cursor.feed(prompt)
+    pieces = list(
+        guided_reply(
+            cursor,
+            logits,
+            prompt,
+            None,
+            0.5,
+            20,
+            100,
+            lambda s: [],
+            lambda ids: " ".join(map(str, ids)),
+            frozenset({20}),
+            lookahead,
+        )
+    )
+    assert "".join(p for p in pieces if isinstance(p, str)) == "2 3 4 5 6 7 8 9"
+    assert pieces[-1] == Usage(len(prompt), 8)
+    assert cursor.length == len(prompt) + 8  # every taken token fed, no guess left behind
+    assert cursor.calls == (1 + 8 if lookahead == 0 else 1 + 2)  # [2 3 4 5 6], then [7 8 9 25 0]
+
+
+def test_lookup_proposals_follow_the_latest_match() -> None:
+    assert lookup_proposals([4, 1, 2], [1, 2, 9, 1, 2, 7, 8], 3) == [7, 8]
+    assert lookup_proposals([1, 2], [1, 2, 9], 0) == []
+
+
+def test_the_batcher_packs_concurrent_requests_and_each_gets_its_own_logits(llama) -> None:
+    runner = LlamaRunner(llama)
+    batcher = Batcher(runner, gather_s=0.5)
+    prompts = [[1, 2, 3], [4, 5], [6, 7, 8, 9]]
+    cursors = [LeanCursor(runner, runner.new_sequence(), batcher) for _ in prompts]
+    results: dict[int, torch.Tensor] = {}
+
+    def work(i: int) -> None:
+        results[i] = cursors[i].feed(prompts[i])
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(prompts))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert batcher.calls == 1 and batcher.packed_requests == 3  # all three waited for each other
+    for i, ids in enumerate(prompts):
+        assert torch.allclose(results[i], reference_logits(llama, ids)[-1], atol=1e-4)
+    for cursor in cursors:
+        cursor.close()
+    assert batcher._open == 0  # a closed run is not waited for
+
+
+def test_a_request_that_fails_in_a_packed_call_fails_alone(llama) -> None:
+    runner = LlamaRunner(llama)
+    batcher = Batcher(runner, gather_s=0.0)
+    cursor = LeanCursor(runner, runner.new_sequence(), batcher)
+    with pytest.raises(ValueError, match="at least one token"):
+        cursor.feed([])
+    assert torch.allclose(cursor.feed([1, 2]), reference_logits(llama, [1, 2])[-1], atol=1e-4)
+    cursor.close()
+
+
+def test_both_cursors_continue_alike(llama) -> None:
+    lean, plain = LeanCursor(LlamaRunner(llama), LlamaRunner(llama).new_sequence()), TransformersCursor(llama)
+    for cursor in (lean, plain):
+        cursor.feed([1, 2, 3, 4])
+        cursor.truncate(2)
+    assert torch.allclose(lean.feed([7]), plain.feed([7]), atol=1e-4)
+
+
+@pytest.fixture(scope="module")
+def real_model() -> TransformersBackend:
+    return TransformersBackend.load(cache_dir=AppConfig.from_env().cache_dir)
+
+
+OPTIONS = {
+    "none": SpeedOptions.off(),
+    "prefix cache": SpeedOptions(lean_forward=False, lookahead=0, batching=False),
+    "lean forward": SpeedOptions(prefix_cache=False, lookahead=0, batching=False),
+    "lookahead": SpeedOptions(prefix_cache=False, lean_forward=False, batching=False),
+    "all": SpeedOptions(),
+}
+
+
+@pytest.mark.slow
+def test_every_speed_option_keeps_verdicts_answers_and_probabilities(real_model, tiny_pages) -> None:
+    from raqa.reading.prompts import build_messages
+    from raqa.retrieval.index import Hit
+
+    plan = reply_plan(RunSettings())
+    windows = [
+        build_messages(question, [Hit(1, 1.0, page)], 320, real_model.count_tokens)
+        for question in ("Who painted the Mona Lisa?", "What is the capital of France?")
+        for page in tiny_pages[:3]
+    ]
+    replies = {}
+    for name, speed in OPTIONS.items():
+        backend = real_model.with_speed(speed)
+        replies[name] = [list(backend.reply(messages, plan)) for messages in windows]
+    for name, got in replies.items():
+        for want, have in zip(replies["none"], got, strict=True):
+            assert isinstance(have[0], Choice) and have[0].chosen == want[0].chosen, name
+            for word, p in want[0].probabilities.items():
+                assert math.isclose(have[0].probabilities[word], p, abs_tol=1e-4), name
+            assert have[1:] == want[1:], name  # the same text, piece by piece, and the same token counts
