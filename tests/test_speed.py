@@ -226,3 +226,31 @@ def test_every_speed_option_keeps_verdicts_answers_and_probabilities(real_model,
             for word, p in want[0].probabilities.items():
                 assert math.isclose(have[0].probabilities[word], p, abs_tol=1e-4), name
             assert have[1:] == want[1:], name  # the same text, piece by piece, and the same token counts
+
+
+def test_a_brought_llama_replies_alike_at_once_and_a_closed_reply_is_no_longer_waited_for(tmp_path) -> None:
+    from test_llm import tiny_model_folder
+
+    backend = TransformersBackend.load(str(tiny_model_folder(tmp_path / "m")))
+    assert backend.batcher is not None  # a Llama model: lean forward, shared passes
+    baseline = backend.with_speed(SpeedOptions.off())
+    questions = [[{"role": "user", "content": words}] for words in ("bees make", "make honey bees", "honey")]
+    want = [list(baseline.reply(m, None, max_new_tokens=12)) for m in questions]
+    assert all(any(isinstance(piece, str) for piece in reply) for reply in want)  # the random model does write
+    got: dict[int, list] = {}
+
+    def work(i: int) -> None:
+        got[i] = list(backend.reply(questions[i], None, max_new_tokens=12))
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(questions))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert [got[i] for i in range(len(questions))] == want
+    stopped = backend.reply(questions[0], None, max_new_tokens=12)
+    next(stopped)
+    assert backend.batcher._open == 1
+    stopped.close()  # what Stop does to a run's generator
+    assert backend.batcher._open == 0
+    assert list(backend.reply(questions[1], None, max_new_tokens=12)) == want[1]
