@@ -7,7 +7,9 @@ stylesheet and theme and starts the server (app.py).
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 
 import gradio as gr
 
@@ -16,6 +18,8 @@ from raqa.reading.readers import BASE_READER
 from raqa.service import Service
 from raqa.web.ask_tab import STRATEGIES, ask, load_examples, run_events
 from raqa.web.experiments_tab import experiments_view
+from raqa.web.export import write_exports
+from raqa.web.links import LINK_JS, form_from_link
 from raqa.web.render import RunView, esc, mark_stopped
 from raqa.web.when_to_retrieve_tab import route, route_view
 
@@ -79,6 +83,14 @@ def build_demo(service: Service) -> gr.Blocks:
                     with gr.Row():
                         run_button = gr.Button("Run", variant="primary", elem_id="raqa-run")
                         stop_button = gr.Button("Stop", variant="stop", elem_id="raqa-stop")
+                        link_button = gr.Button("Copy link", elem_id="raqa-copy-link")
+                    link = gr.Textbox(
+                        label="Link to this question and these settings",
+                        info="Send it to a class: it opens the page with the same question and settings.",
+                        interactive=False,
+                        buttons=["copy"],
+                        elem_id="raqa-link",
+                    )
                 with gr.Column(scale=2):
                     strategy = gr.Radio(list(STRATEGIES), value="Iterative", label="Strategy", elem_id="raqa-strategy")
                     order = gr.Radio(
@@ -90,9 +102,13 @@ def build_demo(service: Service) -> gr.Blocks:
                         )
                         k = gr.Slider(*K_RANGE, value=defaults.k, step=1, label="Pages retrieved K", elem_id="raqa-k")
                     grounded_only = gr.Checkbox(
-                        value=False, label="Accept only grounded answers (an unsupported answer counts as a decline)"
+                        value=False,
+                        label="Accept only grounded answers (an unsupported answer counts as a decline)",
+                        elem_id="raqa-grounded",
                     )
-                    rationale = gr.Checkbox(value=False, label="Ask for a reason on declined windows (slower)")
+                    rationale = gr.Checkbox(
+                        value=False, label="Ask for a reason on declined windows (slower)", elem_id="raqa-rationale"
+                    )
                     choices = [(r.label, name) for name, r in service.readers.items()] or [
                         (BASE_READER.label, BASE_READER.name)
                     ]
@@ -115,6 +131,13 @@ def build_demo(service: Service) -> gr.Blocks:
                 meter = gr.Plot(label="Token meter", elem_id="raqa-tokens")
             with gr.Accordion("All retrieved pages", open=False):
                 pages = gr.HTML(elem_id="raqa-pages")
+            with gr.Row():
+                download_json = gr.DownloadButton(
+                    "Download the run (JSON events)", visible=False, elem_id="raqa-download-json"
+                )
+                download_md = gr.DownloadButton(
+                    "Download a report (Markdown)", visible=False, elem_id="raqa-download-md"
+                )
         with gr.Tab("When to retrieve", id="route"):
             route_question, route_button, route_cards = route_view(service)
         with gr.Tab("Experiments", id="experiments"):
@@ -122,10 +145,38 @@ def build_demo(service: Service) -> gr.Blocks:
         gr.HTML(f'<div class="raqa-footer">{ATTRIBUTION}</div>')
 
         def ask_here(question_, strategy_, order_, window_, k_, grounded_, rationale_, reader_=None):
-            yield from ask(service, question_, strategy_, order_, window_, k_, grounded_, rationale_, reader_)
+            record: list[dict] = []
+            hidden = (gr.DownloadButton(visible=False), gr.DownloadButton(visible=False))
+            first = True
+            for outputs_ in ask(
+                service, question_, strategy_, order_, window_, k_, grounded_, rationale_, reader_, record
+            ):
+                yield (*outputs_, *(hidden if first else (gr.skip(), gr.skip())))
+                first = False
+            if any(event["type"] == "final" for event in record):
+                as_json, as_md = write_exports(record, Path(tempfile.mkdtemp(prefix="raqa-run-")))
+                yield (*(gr.skip(),) * 5, gr.DownloadButton(value=str(as_json), visible=True),
+                       gr.DownloadButton(value=str(as_md), visible=True))  # fmt: skip
 
         inputs = [question, strategy, order, window, k, grounded_only, rationale, reader]
-        outputs = [answers, windows, pages, scores, meter]
+        outputs = [answers, windows, pages, scores, meter, download_json, download_md]
+        link_button.click(None, inputs, [link], js=LINK_JS, api_name=False, queue=False)
+
+        def from_link(request: gr.Request):
+            """The form as the page's URL gives it (a shared link); what the link got wrong is said in the answers."""
+            params = dict(request.query_params) if request is not None else {}
+            form = form_from_link(params, service.reader_names())
+            values = [form.question, form.strategy, form.order, form.window, form.k, form.grounded_only, form.rationale]
+            reader_value = form.reader if form.reader is not None else gr.skip()
+            note = (
+                '<div class="raqa-answer raqa-failed">This link had settings the page could not use, so their '
+                f"defaults are shown: {esc('; '.join(form.problems))}.</div>"
+                if form.problems
+                else gr.skip()
+            )
+            return (*values, reader_value, note) if params else (*[gr.skip()] * 8, gr.skip())
+
+        demo.load(from_link, None, [*inputs, answers], api_name=False, queue=False)
         # preprocess=False: values sent straight to the API reach ask() as sent, so every bad value gets
         # the same clear message from validate_settings instead of a component's generic error.
         # trigger_mode="multiple": a Run clicked right after Stop, while the cancel is still settling,

@@ -44,8 +44,9 @@ def _figures(view: RunView, verdicts: list[WindowVerdict], k: int):
     return scores, meter
 
 
-def ask(service: Service, question, strategy, order, window, k, grounded_only, rationale, reader=None):
-    """Stream the page's outputs: answers, windows, pages, score chart, token meter."""
+def ask(service: Service, question, strategy, order, window, k, grounded_only, rationale, reader=None, record=None):
+    """Stream the page's outputs: answers, windows, pages, score chart, token meter. With a list as record, each
+    event's JSON (to_json) is appended to it as the run goes (the page's downloads are made from it)."""
     try:
         strategies = STRATEGIES.get(strategy) if isinstance(strategy, str) else None
         if strategies is None:
@@ -62,6 +63,8 @@ def ask(service: Service, question, strategy, order, window, k, grounded_only, r
     try:
         for i, plan in enumerate(plans):
             for event in service.events(plan):
+                if record is not None:
+                    record.append(to_json(event))
                 views[i].update(event)
                 if isinstance(event, WindowVerdict):
                     verdicts[i].append(event)

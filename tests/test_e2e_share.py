@@ -1,0 +1,69 @@
+"""Browser tests of keeping and sharing a run: a link restores the question and settings, a bad link says what it
+could not use, and a finished run downloads as JSON events and as a Markdown report."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from test_e2e import _ask, backend, browser, page, server  # noqa: F401 - the fixtures, shared
+
+pytestmark = pytest.mark.e2e
+
+
+def _form(tab) -> dict:
+    return {
+        "question": tab.locator("#raqa-question textarea").input_value(),
+        "order": tab.locator("#raqa-order input:checked").get_attribute("value"),
+        "w": tab.locator("#raqa-window input[type=number]").input_value(),
+        "k": tab.locator("#raqa-k input[type=number]").input_value(),
+        "grounded": tab.locator("#raqa-grounded input").is_checked(),
+    }
+
+
+def test_a_shared_link_restores_the_question_and_settings(page, server):  # noqa: F811
+    page.goto(server + "/?q=apple+pie%3F&order=backward&w=3&k=7&grounded=1", wait_until="networkidle")
+    page.wait_for_function("() => document.querySelector('#raqa-question textarea').value === 'apple pie?'")
+    assert _form(page) == {"question": "apple pie?", "order": "backward", "w": "3", "k": "7", "grounded": True}
+    page.locator("#raqa-question textarea").fill("Where do zebras live?")
+    page.locator("#raqa-copy-link").click()
+    page.wait_for_function("() => document.querySelector('#raqa-link textarea').value.includes('zebras')")
+    link = page.locator("#raqa-link textarea").input_value()
+    params = {k: v[0] for k, v in parse_qs(urlsplit(link).query).items()}
+    assert params | {} == {"q": "Where do zebras live?", "strategy": "iterative", "order": "backward", "w": "3",
+                           "k": "7", "grounded": "1", "rationale": "0"} | ({"reader": params["reader"]} if "reader" in params else {})  # fmt: skip
+    other = page.context.new_page()
+    other.goto(link, wait_until="networkidle")
+    other.wait_for_function("() => document.querySelector('#raqa-question textarea').value.includes('zebras')")
+    assert _form(other) == {"question": "Where do zebras live?", "order": "backward", "w": "3", "k": "7",
+                            "grounded": True}  # fmt: skip
+
+
+def test_a_link_with_bad_settings_says_so_and_keeps_the_defaults(page, server):  # noqa: F811
+    page.goto(server + "/?q=apple&w=99&order=sideways", wait_until="networkidle")
+    page.wait_for_selector("#raqa-answers .raqa-failed", timeout=10000)
+    message = page.locator("#raqa-answers .raqa-failed").inner_text()
+    assert "w='99'" in message and "order='sideways'" in message
+    assert _form(page)["w"] == "1" and _form(page)["order"] == "forward"
+    assert _form(page)["question"] == "apple"  # what was usable is used
+
+
+def test_a_finished_run_downloads_as_json_events_and_a_markdown_report(page, tmp_path: Path):  # noqa: F811
+    _ask(page, "Where do zebras live?")
+    page.wait_for_selector(".raqa-final-text", timeout=30000)
+    page.wait_for_selector("#raqa-download-json", state="visible", timeout=10000)
+    with page.expect_download() as got:
+        page.locator("#raqa-download-json").click()
+    events = json.loads(Path(got.value.path()).read_text(encoding="utf-8"))
+    assert events[0]["type"] == "run_started" and events[0]["question"] == "Where do zebras live?"
+    assert events[-1]["type"] == "final" and events[-1]["answer"].startswith("Africa")
+    with page.expect_download() as got:
+        page.locator("#raqa-download-md").click()
+    report = Path(got.value.path()).read_text(encoding="utf-8")
+    assert report.startswith("# raqa run")
+    assert "**Question:** Where do zebras live?" in report and "### Window 1" in report
+    # the model's markup is text: verbatim only inside the indented code block of the reply, escaped elsewhere
+    assert all(line.startswith("    ") for line in report.splitlines() if "<script>" in line)
+    assert "**Answer:** Africa \\<script\\>" in report

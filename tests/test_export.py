@@ -1,0 +1,43 @@
+"""A run's downloads: JSON events and a Markdown report, from the events alone."""
+
+from __future__ import annotations
+
+import json
+
+from raqa.config import RunSettings
+from raqa.models.scripted import ScriptedBackend
+from raqa.reading.engine import run
+from raqa.reading.events import to_json
+from raqa.web.export import markdown_report, md, write_exports
+
+
+def _events(tiny_index, reply: str) -> list[dict]:
+    backend = ScriptedBackend(lambda messages: reply)
+    return [to_json(e) for e in run("Who painted the Mona Lisa?", tiny_index, backend, RunSettings(window=2, k=4))]
+
+
+def test_the_report_has_question_settings_windows_and_totals(tiny_index, tiny_pages, tmp_path) -> None:
+    page = next(p for p in tiny_pages if "Mona Lisa" in p.title)
+    events = _events(tiny_index, f"ANSWER: Leonardo da Vinci\nPAGE: {page.id}\nSENTENCE: 1")
+    report = markdown_report(events)
+    assert report.startswith("# raqa run\n")
+    assert "**Question:** Who painted the Mona Lisa?" in report.replace("\\?", "?")
+    assert "window 2" in report and "k 4" in report  # the settings
+    assert "### Window 1:" in report and "    ANSWER: Leonardo da Vinci" in report
+    assert "## Result" in report and "**Answer:** Leonardo da Vinci" in report
+    as_json, as_md = write_exports(events, tmp_path / "out")
+    assert json.loads(as_json.read_text(encoding="utf-8")) == events
+    assert as_md.read_text(encoding="utf-8") == report
+    assert write_exports(events, tmp_path / "out") == (as_json, as_md)  # same run, same names
+
+
+def test_a_declined_run_reports_answer_not_found(tiny_index) -> None:
+    report = markdown_report(_events(tiny_index, "NOT FOUND"))
+    assert "**Answer:** answer not found (Not found)" in report
+    assert report.count("### Window") == 2  # 4 pages, w=2
+
+
+def test_markup_from_pages_and_models_is_escaped() -> None:
+    assert md("<img src=x onerror=alert(1)> *x*\n# y") == "\\<img src=x onerror=alert\\(1\\)\\> \\*x\\* \\# y"
+    report = markdown_report([{"type": "run_failed", "message": "<b>bad</b>"}])
+    assert "\\<b\\>bad\\</b\\>" in report and "<b>" not in report
