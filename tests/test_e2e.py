@@ -228,6 +228,7 @@ def test_the_default_app_answers_on_the_real_model(browser, tmp_path):
         assert tab.locator(".raqa-window .raqa-badge").count() >= 1
         assert tab.locator(".raqa-final-text").inner_text().strip()
         _the_examples_behave(tab)
+        _every_example_replays_its_recording(tab)
         # When to retrieve, on the real model and the committed adapters
         tab.get_by_role("tab", name="When to retrieve").click()
         tab.locator("#raqa-route-question textarea").fill("Who painted the Mona Lisa?")
@@ -242,6 +243,22 @@ def test_the_default_app_answers_on_the_real_model(browser, tmp_path):
     finally:
         app.terminate()
         app.wait(timeout=30)
+
+
+def _every_example_replays_its_recording(tab) -> None:
+    """A click on an example replays its committed recording at once, marked as recorded, ending as it ended."""
+    from raqa.evaluation.recordings import load_recordings
+
+    recordings = {r.question: r for r in load_recordings()[0]}
+    for question in ("What is the chemical symbol for gold?", "Who painted the Mona Lisa?"):
+        recorded_final = recordings[question].timed_events[-1][1]
+        start = time.time()
+        tab.get_by_text(question, exact=True).first.click()
+        answer = tab.locator(f'.raqa-answer[data-question="{question}"]')
+        answer.wait_for(timeout=30000)
+        assert time.time() - start < 20  # no model: the replay is quick
+        assert tab.locator("#raqa-answers .raqa-recorded").count() == 1
+        assert answer.get_attribute("data-verdict") == recorded_final["verdict"]
 
 
 def _the_examples_behave(tab) -> None:

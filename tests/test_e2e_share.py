@@ -67,3 +67,51 @@ def test_a_finished_run_downloads_as_json_events_and_a_markdown_report(page, tmp
     # the model's markup is text: verbatim only inside the indented code block of the reply, escaped elsewhere
     assert all(line.startswith("    ") for line in report.splitlines() if "<script>" in line)
     assert "**Answer:** Africa \\<script\\>" in report
+
+
+@pytest.fixture(scope="module")
+def recorded_server(tmp_path_factory, backend):  # noqa: F811
+    """The test corpus page with one recording of its own: a scripted run of the zebra question."""
+    from test_e2e import _fruit_pages
+
+    from raqa.config import AppConfig
+    from raqa.evaluation.recordings import Form, record_run, write_recording
+    from raqa.retrieval.index import BM25Index
+    from raqa.service import Service
+    from raqa.web.app import build_demo
+
+    pages = _fruit_pages()
+    service = Service(
+        AppConfig(cache_dir=tmp_path_factory.mktemp("cache")), pages, BM25Index.build(pages), backend, "test corpus", {}
+    )
+    folder = tmp_path_factory.mktemp("recordings")
+    write_recording(record_run(service, "Where do zebras live?", Form(), "python -m raqa record (test)"), folder)
+    demo = build_demo(service, recordings_dir=folder)
+    _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True)
+    yield url.rstrip("/")
+    demo.close()
+
+
+def test_replay_shows_the_recorded_run_at_once_and_run_goes_live(browser, recorded_server):  # noqa: F811
+    tab = browser.new_page(viewport={"width": 1300, "height": 1600})
+    tab.goto(recorded_server, wait_until="networkidle")
+    tab.locator("#raqa-question textarea").fill("Where do zebras live?")
+    tab.locator("#raqa-replay").click()
+    tab.wait_for_selector("#raqa-answers .raqa-recorded", timeout=10000)
+    tab.wait_for_selector(".raqa-final-text", timeout=10000)
+    banner = tab.locator("#raqa-answers .raqa-recorded").inner_text()
+    assert "Recorded run" in banner and "python -m raqa record (test)" in banner and "Run" in banner
+    assert tab.locator(".raqa-final-text").inner_text().startswith("Africa")
+    recorded_windows = tab.locator(".raqa-window").count()
+    # another setting has no recording: one message, and the model is not asked
+    tab.locator("#raqa-order label", has_text="backward").click()
+    tab.locator("#raqa-replay").click()
+    tab.wait_for_selector("#raqa-answers .raqa-failed", timeout=10000)
+    assert "No recorded run" in tab.locator("#raqa-answers").inner_text()
+    # Run makes the live run: the same windows, no recorded mark
+    tab.locator("#raqa-order label", has_text="forward").click()
+    tab.locator("#raqa-run").click()
+    tab.wait_for_selector(".raqa-final-text", timeout=30000)
+    assert tab.locator("#raqa-answers .raqa-recorded").count() == 0
+    assert tab.locator(".raqa-window").count() == recorded_windows
+    tab.close()

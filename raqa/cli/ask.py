@@ -150,3 +150,30 @@ def cmd_batch(args: argparse.Namespace) -> int:
         f"EM {totals['em']:.3f}, F1 {totals['f1']:.3f}"
     )
     return 1 if result.errors else 0
+
+
+def cmd_record(args: argparse.Namespace) -> int:
+    """Run each question with the page's form on the real model and write its events as a recording."""
+    from raqa.evaluation.recordings import Form, record_run, write_recording
+    from raqa.web.examples import load_examples
+
+    try:
+        service = load_service(app_config(args), args.reader)
+    except (CorpusError, ModelError, SettingsError) as e:
+        return error(str(e))
+    questions = args.questions or load_examples()
+    form = Form(order=args.order, window=args.window, k=args.k, reader=args.reader)
+    for question in questions:
+        command = (
+            f'python -m raqa record "{question}" --window {args.window} --k {args.k} --order {args.order}'
+            + (f" --reader {args.reader}" if args.reader else "")
+            + f" --out {args.out}"
+        )
+        try:
+            recording = record_run(service, question, form, command)
+        except SettingsError as e:
+            return error(str(e))
+        final = recording.timed_events[-1][1]
+        path = write_recording(recording, Path(args.out))
+        say(f"{path}: {final.get('type')} {final.get('answer')!r} in {recording.timed_events[-1][0]:.1f} s")
+    return 0

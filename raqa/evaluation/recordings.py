@@ -1,0 +1,143 @@
+"""Recorded runs: the real event stream of the real model for a question and the page's settings, kept as JSONL so
+the page can replay it at once (a CPU Space's first visitor sees a whole run without waiting for the model).
+
+A recording is one file, `assets/recordings/<slug>.jsonl`: a header line, then one line per event:
+
+    {"recording": 1, "question": ..., "form": {strategy, order, window, k, grounded_only, rationale, reader},
+     "model": ..., "reader": ..., "corpus": ..., "command": ..., "code_version": ..., "created": ..., ...}
+    {"t": 0.0, "event": {"type": "run_started", ...}}          t: seconds since the run began
+    ...
+
+`record_run` makes one from Service.plan/events (the same run the page and the CLI make); `load_recordings` reads
+a folder back, skipping (and naming) files that are not recordings; `stale` says how a recording differs from the
+model and code that would run it live. Left out: recording the Top-K strategy next to the iterative one ("Both"),
+and page texts (the replay looks pages up in the corpus by id).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from raqa import __version__
+from raqa.config import ASSETS_DIR
+from raqa.evaluation.records import provenance
+from raqa.reading.events import to_json
+
+RECORDINGS_DIR = ASSETS_DIR / "recordings"
+FORMAT = 1
+
+
+@dataclass(frozen=True)
+class Form:
+    """The page's form, as a recording was made with it (the arguments of Service.plan after the question)."""
+
+    strategy: str = "iterative"
+    order: str = "forward"
+    window: int = 1
+    k: int = 15
+    grounded_only: bool = False
+    rationale: bool = False
+    reader: str | None = None  # None: the page's default reader
+
+
+@dataclass(frozen=True)
+class Recording:
+    header: dict
+    timed_events: tuple[tuple[float, dict], ...]  # (seconds since the start, the event's JSON)
+
+    @property
+    def question(self) -> str:
+        return self.header["question"]
+
+    @property
+    def form(self) -> Form:
+        return Form(**self.header["form"])
+
+    def matches(self, question: str, form: Form) -> bool:
+        """Same question (case and spacing aside) and same form; a form without a reader means the default one."""
+        same_question = " ".join(question.split()).casefold() == " ".join(self.question.split()).casefold()
+        settings = asdict(form) | {"reader": None} == asdict(self.form) | {"reader": None}
+        return same_question and settings and form.reader in (None, self.form.reader)
+
+
+def slug(question: str) -> str:
+    """A file name for a question.
+
+    Example:
+        >>> slug("Who painted the Mona Lisa?")
+        'who-painted-the-mona-lisa'
+    """
+    return re.sub(r"[^a-z0-9]+", "-", question.casefold()).strip("-")[:80] or "question"
+
+
+def record_run(service, question: str, form: Form, command: str) -> Recording:
+    """Run question with form on the service's model, keeping each event with its time."""
+    plan = service.plan(question, *asdict(form).values())
+    start = time.perf_counter()
+    timed = tuple((round(time.perf_counter() - start, 3), to_json(e)) for e in service.events(plan))
+    header = {
+        "recording": FORMAT,
+        "question": question,
+        "form": asdict(form) | {"reader": plan.reader.name},
+        "model": plan.backend.name if plan.backend else None,
+        "reader": plan.reader.label,
+        "corpus": f"{service.corpus_label} ({len(service.pages):,} pages)",
+        "command": command,
+        "raqa_version": __version__,
+        **provenance(),
+    }
+    return Recording(header, timed)
+
+
+def write_recording(recording: Recording, folder: Path = RECORDINGS_DIR) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{slug(recording.question)}.jsonl"
+    lines = [json.dumps(recording.header, ensure_ascii=False)]
+    lines += [json.dumps({"t": t, "event": e}, ensure_ascii=False) for t, e in recording.timed_events]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def read_recording(path: Path) -> Recording:
+    """ValueError, naming the file, when it is not a recording."""
+    try:
+        lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        header = lines[0]
+        if header.get("recording") != FORMAT or not isinstance(header.get("question"), str):
+            raise ValueError("no recording header")
+        Form(**header["form"])
+        timed = tuple((float(line["t"]), dict(line["event"])) for line in lines[1:])
+    except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError) as e:
+        raise ValueError(f"{path.name} is not a raqa recording: {e}") from e
+    return Recording(header, timed)
+
+
+def load_recordings(folder: Path = RECORDINGS_DIR) -> tuple[list[Recording], list[str]]:
+    """Every recording in folder, and a message for each file that could not be read."""
+    recordings, problems = [], []
+    for path in sorted(folder.glob("*.jsonl")) if folder.is_dir() else []:
+        try:
+            recordings.append(read_recording(path))
+        except ValueError as e:
+            problems.append(str(e))
+    return recordings, problems
+
+
+def find(recordings: Sequence[Recording], question: str, form: Form) -> Recording | None:
+    return next((r for r in recordings if r.matches(question, form)), None)
+
+
+def stale(recording: Recording, model: str | None) -> list[str]:
+    """How the recording differs from a live run now: another model, or another raqa version (the banner names the
+    exact commit either way; a commit that only added recordings is not a difference)."""
+    notes = []
+    if model is not None and recording.header.get("model") != model:
+        notes.append(f"it was made by {recording.header.get('model')}, not by this page's {model}")
+    if recording.header.get("raqa_version") != __version__:
+        notes.append(f"it was made by raqa {recording.header.get('raqa_version')}; this page runs raqa {__version__}")
+    return notes

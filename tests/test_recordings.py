@@ -1,0 +1,105 @@
+"""Recorded runs: made from the real event stream, read back exactly, found by question and form, replayed through
+the page's renderer, and a file that is no recording is named and skipped."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from raqa import __version__
+from raqa.config import AppConfig
+from raqa.evaluation.recordings import Form, find, load_recordings, read_recording, record_run, stale, write_recording
+from raqa.models.scripted import ScriptedBackend
+from raqa.reading.events import from_json, to_json
+from raqa.retrieval.index import BM25Index
+from raqa.service import Service
+from raqa.web.ask_tab import ask, replay
+
+
+def _reply(messages) -> str:
+    user = messages[-1]["content"]
+    return (
+        "ANSWER: Leonardo da Vinci\nPAGE: p3\nSENTENCE: 1" if "Mona Lisa" in user.split("Question:")[0] else "NOT FOUND"
+    )
+
+
+@pytest.fixture
+def service(tmp_path, tiny_pages):
+    return Service(
+        AppConfig(cache_dir=tmp_path), tiny_pages, BM25Index.build(tiny_pages), ScriptedBackend(_reply), "tiny", {}
+    )
+
+
+def test_a_recording_is_the_runs_events_and_reads_back_exactly(service, tmp_path) -> None:
+    recording = record_run(service, "Who painted the Mona Lisa?", Form(window=2, k=5), "python -m raqa record ...")
+    types = [event["type"] for _, event in recording.timed_events]
+    assert types[0] == "run_started" and types[-1] == "final"
+    times = [t for t, _ in recording.timed_events]
+    assert times == sorted(times) and times[0] >= 0
+    h = recording.header
+    assert (h["model"], h["form"]["window"], h["form"]["reader"], h["raqa_version"]) == (
+        "scripted",
+        2,
+        "base",
+        __version__,
+    )
+    assert h["corpus"] == "tiny (8 pages)" and h["command"].startswith("python -m raqa record")
+    path = write_recording(recording, tmp_path / "rec")
+    again = read_recording(path)
+    assert again == recording
+    # every event comes back as the event it was, pages looked up by id
+    pages = {p.id: p for p in service.pages}
+    for _, data in again.timed_events:
+        assert to_json(from_json(data, pages.get)) == data
+
+
+def test_recordings_are_found_by_question_and_form(service) -> None:
+    recording = record_run(service, "Who painted the Mona Lisa?", Form(), "cmd")
+    assert find([recording], "  who painted the MONA lisa? ", Form()) is recording
+    assert find([recording], "Who painted the Mona Lisa?", Form(reader="base")) is recording
+    assert find([recording], "Who painted the Mona Lisa?", Form(window=3)) is None
+    assert find([recording], "Who painted the Mona Lisa?", Form(reader="judge")) is None
+    assert find([recording], "Who painted it?", Form()) is None
+
+
+def test_a_recording_from_another_model_or_version_says_so(service) -> None:
+    recording = record_run(service, "Who painted the Mona Lisa?", Form(), "cmd")
+    assert stale(recording, "scripted") == []
+    older = type(recording)(recording.header | {"raqa_version": "0.0.1", "model": "Old model"}, recording.timed_events)
+    notes = stale(older, "scripted")
+    assert any("Old model" in n for n in notes) and any("raqa 0.0.1" in n for n in notes)
+
+
+def test_a_file_that_is_no_recording_is_named_and_skipped(service, tmp_path) -> None:
+    folder = tmp_path / "rec"
+    write_recording(record_run(service, "Who painted the Mona Lisa?", Form(), "cmd"), folder)
+    (folder / "broken.jsonl").write_text('{"recording": 1, "question": "q"}\n{"t": "soon"}\n')
+    (folder / "other.jsonl").write_text(json.dumps({"hello": "world"}) + "\n")
+    recordings, problems = load_recordings(folder)
+    assert [r.question for r in recordings] == ["Who painted the Mona Lisa?"]
+    assert len(problems) == 2 and all("is not a raqa recording" in p for p in problems)
+    with pytest.raises(ValueError, match="Not a run event"):
+        from_json({"type": "surprise"}, lambda page_id: None)
+
+
+def test_a_replay_renders_like_the_live_run_and_is_marked_recorded(service) -> None:
+    question, form = "Who painted the Mona Lisa?", ("Iterative", "forward", 1, 15, False, False, "base")
+    recording = record_run(service, question, Form(), "cmd")
+    pages = {p.id: p for p in service.pages}
+    pauses: list[float] = []
+    replayed = list(replay(service, [recording], pages.get, question, *form, pause=pauses.append))
+    live = list(ask(service, question, *form))
+    assert 'data-recorded="true"' in replayed[-1][0] and "Recorded run" in replayed[-1][0]
+    assert replayed[-1][0].split("</div>", 1)[1].count("Leonardo da Vinci") == live[-1][0].count("Leonardo da Vinci")
+    assert replayed[-1][1].count("raqa-window") == live[-1][1].count("raqa-window")  # the same windows
+    assert len(pauses) == len(recording.timed_events) and max(pauses) <= 0.25
+
+
+def test_no_recording_for_the_form_gives_one_message_and_changes_nothing(service) -> None:
+    recording = record_run(service, "Who painted the Mona Lisa?", Form(), "cmd")
+    asked = len(service.backend.requests)
+    out = list(replay(service, [recording], dict().get, "Who painted the Mona Lisa?", "Iterative", "backward", 1, 15,
+                      False, False, None, pause=lambda s: None))  # fmt: skip
+    assert len(out) == 1 and "No recorded run" in out[0][0] and "Run" in out[0][0]
+    assert len(service.backend.requests) == asked  # a replay never asks the model
