@@ -156,17 +156,22 @@ def cmd_record(args: argparse.Namespace) -> int:
     """Run each question with the page's form on the real model and write its events as a recording."""
     from raqa.evaluation.recordings import Form, record_run, write_recording
     from raqa.web.examples import load_examples
+    from raqa.web.lessons import load_lessons
 
     try:
         service = load_service(app_config(args), args.reader)
     except (CorpusError, ModelError, SettingsError) as e:
         return error(str(e))
-    questions = args.questions or load_examples()
-    form = Form(order=args.order, window=args.window, k=args.k, reader=args.reader)
-    for question in questions:
+    form = Form(order=args.order, window=args.window, k=args.k, grounded_only=args.grounded_only, reader=args.reader)
+    if args.lessons:
+        runs = [(step.question, step.form) for step in load_lessons()]
+    else:
+        runs = [(question, form) for question in args.questions or load_examples()]
+    for question, form in runs:
         command = (
-            f'python -m raqa record "{question}" --window {args.window} --k {args.k} --order {args.order}'
-            + (f" --reader {args.reader}" if args.reader else "")
+            f'python -m raqa record "{question}" --window {form.window} --k {form.k} --order {form.order}'
+            + (" --grounded-only" if form.grounded_only else "")
+            + (f" --reader {form.reader}" if form.reader else "")
             + f" --out {args.out}"
         )
         try:

@@ -1,7 +1,7 @@
 """Recorded runs: the real event stream of the real model for a question and the page's settings, kept as JSONL so
 the page can replay it at once (a CPU Space's first visitor sees a whole run without waiting for the model).
 
-A recording is one file, `assets/recordings/<slug>.jsonl`: a header line, then one line per event:
+A recording is one file, `assets/recordings/<question>--<settings>.jsonl`: a header line, then one line per event:
 
     {"recording": 1, "question": ..., "form": {strategy, order, window, k, grounded_only, rationale, reader},
      "model": ..., "reader": ..., "corpus": ..., "command": ..., "code_version": ..., "created": ..., ...}
@@ -96,7 +96,10 @@ def record_run(service, question: str, form: Form, command: str) -> Recording:
 
 def write_recording(recording: Recording, folder: Path = RECORDINGS_DIR) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{slug(recording.question)}.jsonl"
+    f = recording.form
+    settings = f"{f.strategy}-{f.order}-w{f.window}-k{f.k}" + ("-grounded" if f.grounded_only else "")
+    settings += ("-rationale" if f.rationale else "") + f"-{slug(f.reader or 'default')}"
+    path = folder / f"{slug(recording.question)}--{settings}.jsonl"
     lines = [json.dumps(recording.header, ensure_ascii=False)]
     lines += [json.dumps({"t": t, "event": e}, ensure_ascii=False) for t, e in recording.timed_events]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")

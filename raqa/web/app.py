@@ -21,6 +21,7 @@ from raqa.service import Service
 from raqa.web.ask_tab import STRATEGIES, ask, load_examples, replay, run_events
 from raqa.web.experiments_tab import experiments_view
 from raqa.web.export import write_exports
+from raqa.web.lessons import load_lessons
 from raqa.web.links import LINK_JS, form_from_link
 from raqa.web.render import RunView, esc, mark_stopped
 from raqa.web.when_to_retrieve_tab import route, route_view
@@ -80,6 +81,20 @@ def build_demo(service: Service, recordings_dir: Path = RECORDINGS_DIR) -> gr.Bl
             f"({len(service.pages):,} pages)</p></div>"
         )
         with gr.Tab("Ask", id="ask"):
+            steps = load_lessons()
+            with gr.Accordion(f"Lesson: when a model should admit ignorance ({len(steps)} steps)", open=True,
+                              visible=bool(steps), elem_id="raqa-lesson"):  # fmt: skip
+                lesson = gr.Radio(
+                    [step.title for step in steps],
+                    value=None,
+                    label="Pick a step: it loads a question and settings and replays a recorded run",
+                    elem_id="raqa-lesson-steps",
+                )
+                lesson_text = gr.HTML(
+                    '<div class="raqa-lesson-text">Start with step 1. Each step changes one thing; after the replay, '
+                    "press Run to run it live or change a setting yourself.</div>",
+                    elem_id="raqa-lesson-text",
+                )
             with gr.Row():
                 with gr.Column(scale=3):
                     question = gr.Textbox(
@@ -195,6 +210,23 @@ def build_demo(service: Service, recordings_dir: Path = RECORDINGS_DIR) -> gr.Bl
         replay_event = replay_button.click(replay_here, inputs, outputs, **replay_listen)
         example_event = examples.load_input_event.then(replay_here, inputs, outputs, **replay_listen)
 
+        def lesson_here(title: str):
+            """Load a lesson step into the form and replay its recorded run."""
+            step = next((s for s in steps if s.title == title), None)
+            if step is None:
+                yield (gr.skip(),) * (2 + len(inputs) + len(outputs))
+                return
+            f = step.form
+            strategy_label = {v[0]: k for k, v in STRATEGIES.items() if len(v) == 1}[f.strategy]
+            form_values = [step.question, strategy_label, f.order, f.window, f.k, f.grounded_only, f.rationale,
+                           f.reader if f.reader else gr.skip()]  # fmt: skip
+            text = f'<div class="raqa-lesson-text"><b>{esc(step.title)}</b>: {esc(step.watch)}</div>'
+            for outputs_ in replay_here(step.question, strategy_label, f.order, f.window, f.k, f.grounded_only,
+                                        f.rationale, f.reader):  # fmt: skip
+                yield (gr.skip(), text, *form_values, *outputs_)
+
+        lesson_event = lesson.input(lesson_here, [lesson], [lesson, lesson_text, *inputs, *outputs], **replay_listen)
+
         def from_link(request: gr.Request):
             """The form as the page's URL gives it (a shared link); what the link got wrong is said in the answers."""
             params = dict(request.query_params) if request is not None else {}
@@ -221,7 +253,7 @@ def build_demo(service: Service, recordings_dir: Path = RECORDINGS_DIR) -> gr.Bl
             lambda answers_, windows_: (mark_stopped(answers_), mark_stopped(windows_)),
             [answers, windows],
             [answers, windows],
-            cancels=[run_event, submit_event, replay_event, example_event],
+            cancels=[run_event, submit_event, replay_event, example_event, lesson_event],
             queue=False,
             api_name=False,
         )
