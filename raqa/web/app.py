@@ -59,6 +59,16 @@ def badge_legend(with_judge: bool) -> str:
     )
 
 
+def footer(service: Service) -> str:
+    """The licence line of the corpus this page serves: the embedded pages' attribution, or the loaded file's name."""
+    if service.config.corpus is None:
+        return ATTRIBUTION
+    return (
+        f"Page texts come from {esc(service.corpus_label)} ({len(service.pages):,} pages), the corpus this page was "
+        "started with (RAQA_CORPUS); its licence is that of its source."
+    )
+
+
 def usable_recordings(service: Service, folder: Path = RECORDINGS_DIR) -> list:
     """The committed recordings made over the corpus this page serves (others would show the wrong pages)."""
     recordings, problems = load_recordings(folder)
@@ -172,7 +182,7 @@ def build_demo(service: Service, recordings_dir: Path = RECORDINGS_DIR) -> gr.Bl
             route_question, route_button, route_cards = route_view(service)
         with gr.Tab("Experiments", id="experiments"):
             experiments_view()
-        gr.HTML(f'<div class="raqa-footer">{ATTRIBUTION}</div>')
+        gr.HTML(f'<div class="raqa-footer">{footer(service)}</div>')
 
         def ask_here(question_, strategy_, order_, window_, k_, grounded_, rationale_, reader_=None):
             record: list[dict] = []
