@@ -75,10 +75,11 @@ class AppConfig:
     popqa: str | None = None  # PopQA-format TSV: gives the popularity baseline a popularity per question
     pop_threshold: float | None = None  # retrieve below this popularity (tuned by eval-adapt --popqa)
     speed: SpeedOptions = SpeedOptions()  # how the local model computes (all on; the bench compares with all off)
+    flags_file: str | None = None  # JSONL the page's flag buttons append to (RAQA_FLAGS); None: no flag buttons
 
     @classmethod
     def from_env(cls, **overrides: object) -> AppConfig:
-        """Read the RAQA_* variables (CORPUS, MODEL, ADAPTER, CACHE, READER, ENDPOINTS, POPQA, POP_THRESHOLD);
+        """Read the RAQA_* variables (CORPUS, MODEL, ADAPTER, CACHE, READER, ENDPOINTS, POPQA, POP_THRESHOLD, FLAGS);
         explicit overrides win. A POP_THRESHOLD that is not a number of 0 or more raises ValueError."""
         env = {
             "corpus": os.environ.get("RAQA_CORPUS") or None,
@@ -87,6 +88,7 @@ class AppConfig:
             "reader": os.environ.get("RAQA_READER") or None,
             "endpoints": os.environ.get("RAQA_ENDPOINTS") or None,
             "popqa": os.environ.get("RAQA_POPQA") or None,
+            "flags_file": os.environ.get("RAQA_FLAGS") or None,
             "pop_threshold": _threshold(os.environ.get("RAQA_POP_THRESHOLD") or None),
             "cache_dir": default_cache_dir(),
         }

@@ -81,9 +81,9 @@ def recorded_server(tmp_path_factory, backend):  # noqa: F811
     from raqa.web.app import build_demo
 
     pages = _fruit_pages()
-    service = Service(
-        AppConfig(cache_dir=tmp_path_factory.mktemp("cache")), pages, BM25Index.build(pages), backend, "test corpus", {}
-    )
+    flags = tmp_path_factory.mktemp("flags") / "class.jsonl"
+    config = AppConfig(cache_dir=tmp_path_factory.mktemp("cache"), flags_file=str(flags))
+    service = Service(config, pages, BM25Index.build(pages), backend, "test corpus", {})
     folder = tmp_path_factory.mktemp("recordings")
     write_recording(record_run(service, "Where do zebras live?", Form(), "python -m raqa record (test)"), folder)
     demo = build_demo(service, recordings_dir=folder)
@@ -133,4 +133,20 @@ def test_a_lesson_step_loads_its_question_and_settings(browser, recorded_server)
     # this corpus has no recording of the step: the page says so instead of running the model
     tab.wait_for_selector("#raqa-answers .raqa-failed", timeout=10000)
     assert "No recorded run" in tab.locator("#raqa-answers").inner_text()
+    tab.close()
+
+
+def test_a_flag_appends_the_run_to_the_operators_file(browser, recorded_server):  # noqa: F811
+    tab = browser.new_page(viewport={"width": 1300, "height": 1600})
+    tab.goto(recorded_server, wait_until="networkidle")
+    tab.locator("#raqa-question textarea").fill("Where do zebras live?")
+    tab.locator("#raqa-replay").click()
+    tab.wait_for_selector("#raqa-download-json", state="visible", timeout=20000)
+    tab.locator("#raqa-flag-badge-wrong").click()
+    tab.wait_for_function("() => document.querySelector('#raqa-flag-status').innerText.includes('Saved')")
+    status = tab.locator("#raqa-flag-status").inner_text()
+    path = Path(status.split(" of ")[-1].rstrip(")."))
+    [line] = [json.loads(text) for text in path.read_text(encoding="utf-8").splitlines()]
+    assert line["flag"] == "badge_wrong" and line["question"] == "Where do zebras live?"
+    assert line["events"][-1]["type"] == "final"
     tab.close()

@@ -7,6 +7,7 @@ stylesheet and theme and starts the server (app.py).
 
 from __future__ import annotations
 
+import json
 import logging
 import tempfile
 from collections.abc import Iterator
@@ -21,6 +22,7 @@ from raqa.service import Service
 from raqa.web.ask_tab import STRATEGIES, ask, load_examples, replay, run_events
 from raqa.web.experiments_tab import experiments_view
 from raqa.web.export import write_exports
+from raqa.web.flags import FLAGS, append_flag
 from raqa.web.lessons import load_lessons
 from raqa.web.links import LINK_JS, form_from_link
 from raqa.web.render import RunView, esc, mark_stopped
@@ -178,25 +180,37 @@ def build_demo(service: Service, recordings_dir: Path = RECORDINGS_DIR) -> gr.Bl
                 download_md = gr.DownloadButton(
                     "Download a report (Markdown)", visible=False, elem_id="raqa-download-md"
                 )
+            flagging = service.config.flags_file is not None
+            with gr.Row(visible=flagging):
+                flag_buttons = {
+                    name: gr.Button(label, size="sm", elem_id=f"raqa-flag-{name.replace('_', '-')}")
+                    for name, label in FLAGS.items()
+                }
+                flag_status = gr.HTML(
+                    "Flags are kept on this machine only, in the file the operator set.", elem_id="raqa-flag-status"
+                )
         with gr.Tab("When to retrieve", id="route"):
             route_question, route_button, route_cards = route_view(service)
         with gr.Tab("Experiments", id="experiments"):
             experiments_view()
         gr.HTML(f'<div class="raqa-footer">{footer(service)}</div>')
 
-        def ask_here(question_, strategy_, order_, window_, k_, grounded_, rationale_, reader_=None):
-            record: list[dict] = []
-            hidden = (gr.DownloadButton(visible=False), gr.DownloadButton(visible=False))
+        def with_downloads(runs, record: list[dict]):
+            """A run's outputs, then its downloads once it has ended; hidden (and emptied) while it runs."""
+            hidden = (gr.DownloadButton(value=None, visible=False), gr.DownloadButton(value=None, visible=False))
             first = True
-            for outputs_ in ask(
-                service, question_, strategy_, order_, window_, k_, grounded_, rationale_, reader_, record
-            ):
+            for outputs_ in runs:
                 yield (*outputs_, *(hidden if first else (gr.skip(), gr.skip())))
                 first = False
             if any(event["type"] == "final" for event in record):
                 as_json, as_md = write_exports(record, Path(tempfile.mkdtemp(prefix="raqa-run-")))
                 yield (*(gr.skip(),) * 5, gr.DownloadButton(value=str(as_json), visible=True),
                        gr.DownloadButton(value=str(as_md), visible=True))  # fmt: skip
+
+        def ask_here(question_, strategy_, order_, window_, k_, grounded_, rationale_, reader_=None):
+            record: list[dict] = []
+            form = (question_, strategy_, order_, window_, k_, grounded_, rationale_, reader_)
+            yield from with_downloads(ask(service, *form, record), record)
 
         inputs = [question, strategy, order, window, k, grounded_only, rationale, reader]
         outputs = [answers, windows, pages, scores, meter, download_json, download_md]
@@ -211,14 +225,27 @@ def build_demo(service: Service, recordings_dir: Path = RECORDINGS_DIR) -> gr.Bl
             return pages_by_id.get(page_id)
 
         def replay_here(question_, strategy_, order_, window_, k_, grounded_, rationale_, reader_=None):
-            for outputs_ in replay(service, recordings, page_of, question_, strategy_, order_, window_, k_, grounded_,
-                                   rationale_, reader_):  # fmt: skip
-                yield (*outputs_, gr.DownloadButton(visible=False), gr.DownloadButton(visible=False))
+            record: list[dict] = []
+            form = (question_, strategy_, order_, window_, k_, grounded_, rationale_, reader_)
+            yield from with_downloads(replay(service, recordings, page_of, *form, record=record), record)
 
         # a replay uses no model: it is not queued behind live runs
         replay_listen = dict(api_name=False, preprocess=False, concurrency_limit=None)
         replay_event = replay_button.click(replay_here, inputs, outputs, **replay_listen)
         example_event = examples.load_input_event.then(replay_here, inputs, outputs, **replay_listen)
+
+        def flag_here(name: str, run_file):
+            try:
+                events = json.loads(Path(run_file).read_text(encoding="utf-8")) if run_file else []
+                lines = append_flag(Path(service.config.flags_file), name, events)
+            except (OSError, ValueError) as e:
+                return f'<span class="raqa-warning">{esc(e)}</span>'
+            return f"Saved: {esc(FLAGS[name])} (line {lines} of {esc(service.config.flags_file)})."
+
+        if flagging:
+            for name, button in flag_buttons.items():
+                button.click(lambda run_file, name=name: flag_here(name, run_file), [download_json], [flag_status],
+                             api_name=False, queue=False)  # fmt: skip
 
         def lesson_here(title: str):
             """Load a lesson step into the form and replay its recorded run."""

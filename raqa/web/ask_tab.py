@@ -124,9 +124,9 @@ def recorded_banner(recording: Recording, model: str | None) -> str:
 
 
 def replay(service: Service, recordings, page_of, question, strategy, order, window, k, grounded_only, rationale,
-           reader=None, pause=time.sleep):  # fmt: skip
+           reader=None, pause=time.sleep, record=None):  # fmt: skip
     """Stream a recorded run of this question and form through the same renderer as a live run; a message when
-    there is none (nothing else changes)."""
+    there is none (nothing else changes). With a list as record, the replayed events' JSON is appended to it."""
     strategies = STRATEGIES.get(strategy) if isinstance(strategy, str) else None
     found = None
     if strategies and len(strategies) == 1 and isinstance(question, str):
@@ -152,6 +152,8 @@ def replay(service: Service, recordings, page_of, question, strategy, order, win
         pause(min(max(t - previous, 0.0), longest))
         previous = t
         event = from_json(data, page_of)
+        if record is not None:
+            record.append(data)
         view.update(event)
         if isinstance(event, WindowVerdict):
             verdicts.append(event)
