@@ -108,7 +108,7 @@ def test_no_recording_for_the_form_gives_one_message_and_changes_nothing(service
 def test_the_footer_names_the_corpus_the_page_serves(service, tmp_path) -> None:
     from dataclasses import replace
 
-    from raqa.web.app import ATTRIBUTION, footer
+    from raqa.web.page_text import ATTRIBUTION, footer
 
     assert footer(service) == ATTRIBUTION  # no RAQA_CORPUS: the embedded Wikipedia pages
     mine = replace(service, config=AppConfig(corpus=str(tmp_path / "pages.jsonl"), cache_dir=tmp_path))

