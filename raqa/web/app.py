@@ -182,13 +182,14 @@ def build_demo(service: Service, recordings_dir: Path = RECORDINGS_DIR) -> gr.Bl
         def with_downloads(runs, record: list[dict]):
             """A run's outputs, then its downloads once it has ended; hidden (and emptied) while it runs."""
             hidden = (gr.DownloadButton(value=None, visible=False), gr.DownloadButton(value=None, visible=False))
-            first = True
+            last = None
             for outputs_ in runs:
-                yield (*outputs_, *(hidden if first else (gr.skip(), gr.skip())))
-                first = False
-            if any(event["type"] == "final" for event in record):
+                yield (*outputs_, *(hidden if last is None else (gr.skip(), gr.skip())))
+                last = outputs_
+            if last is not None and any(event["type"] == "final" for event in record):
+                # subtle: the last yield repeats the run's last outputs, so an API client's result is the run's end
                 as_json, as_md = write_exports(record, Path(tempfile.mkdtemp(prefix="raqa-run-")))
-                yield (*(gr.skip(),) * 5, gr.DownloadButton(value=str(as_json), visible=True),
+                yield (*last, gr.DownloadButton(value=str(as_json), visible=True),
                        gr.DownloadButton(value=str(as_md), visible=True))  # fmt: skip
 
         def ask_here(question_, strategy_, order_, window_, k_, grounded_, rationale_, reader_=None):
