@@ -150,3 +150,16 @@ def test_a_flag_appends_the_run_to_the_operators_file(browser, recorded_server):
     assert line["flag"] == "badge_wrong" and line["question"] == "Where do zebras live?"
     assert line["events"][-1]["type"] == "final"
     tab.close()
+
+
+def test_two_runs_side_by_side_show_both_streams_and_what_differs(page):  # noqa: F811
+    page.locator("#raqa-compare input").click()
+    page.get_by_role("option", name="the other window order").click()
+    _ask(page, "Where do zebras live?")
+    page.wait_for_selector("#raqa-answers .raqa-compare", timeout=60000)
+    columns = page.locator(".raqa-columns .raqa-column")
+    assert columns.count() == 2
+    assert [columns.nth(i).locator("h3").inner_text() for i in range(2)] == ["A: forward", "B: backward"]
+    assert all(columns.nth(i).locator(".raqa-window").count() >= 1 for i in range(2))
+    table = page.locator("#raqa-answers .raqa-compare").inner_text()
+    assert "windows read" in table and "answer" in table and "tokens" in table

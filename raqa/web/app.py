@@ -20,6 +20,7 @@ from raqa.evaluation.recordings import RECORDINGS_DIR
 from raqa.reading.readers import BASE_READER
 from raqa.service import Service
 from raqa.web.ask_tab import STRATEGIES, ask, load_examples, replay, run_events, usable_recordings
+from raqa.web.compare import COMPARISONS, NOTHING
 from raqa.web.experiments_tab import experiments_view
 from raqa.web.export import write_exports
 from raqa.web.figures_run import message_figure
@@ -127,6 +128,13 @@ def build_demo(service: Service, recordings_dir: Path = RECORDINGS_DIR) -> gr.Bl
                     rationale = gr.Checkbox(
                         value=False, label="Ask for a reason on declined windows (slower)", elem_id="raqa-rationale"
                     )
+                    compare = gr.Dropdown(
+                        list(COMPARISONS),
+                        value=NOTHING,
+                        label="Compare with",
+                        info="Run the question a second time with one thing changed, side by side.",
+                        elem_id="raqa-compare",
+                    )
                     choices = [(r.label, name) for name, r in service.readers.items()] or [
                         (BASE_READER.label, BASE_READER.name)
                     ]
@@ -192,10 +200,10 @@ def build_demo(service: Service, recordings_dir: Path = RECORDINGS_DIR) -> gr.Bl
                 yield (*last, gr.DownloadButton(value=str(as_json), visible=True),
                        gr.DownloadButton(value=str(as_md), visible=True))  # fmt: skip
 
-        def ask_here(question_, strategy_, order_, window_, k_, grounded_, rationale_, reader_=None):
+        def ask_here(question_, strategy_, order_, window_, k_, grounded_, rationale_, reader_=None, compare_=None):
             record: list[dict] = []
             form = (question_, strategy_, order_, window_, k_, grounded_, rationale_, reader_)
-            yield from with_downloads(ask(service, *form, record), record)
+            yield from with_downloads(ask(service, *form, record, compare_), record)
 
         inputs = [question, strategy, order, window, k, grounded_only, rationale, reader]
         outputs = [answers, windows, pages, scores, meter, download_json, download_md]
@@ -269,8 +277,8 @@ def build_demo(service: Service, recordings_dir: Path = RECORDINGS_DIR) -> gr.Bl
         # trigger_mode="multiple": a Run clicked right after Stop, while the cancel is still settling,
         # queues a new run; in the default mode that click is silently lost.
         listen = dict(concurrency_id="model", preprocess=False, trigger_mode="multiple")
-        run_event = run_button.click(ask_here, inputs, outputs, api_name="ask", **listen)
-        submit_event = question.submit(ask_here, inputs, outputs, api_name=False, **listen)
+        run_event = run_button.click(ask_here, [*inputs, compare], outputs, api_name="ask", **listen)
+        submit_event = question.submit(ask_here, [*inputs, compare], outputs, api_name=False, **listen)
         stop_button.click(
             lambda answers_, windows_: (mark_stopped(answers_), mark_stopped(windows_)),
             [answers, windows],

@@ -20,6 +20,7 @@ from raqa.evaluation.recordings import RECORDINGS_DIR, Form, Recording, find, lo
 from raqa.models.base import ModelError
 from raqa.reading.events import Final, ReplyDelta, RunFailed, WindowVerdict, from_json, to_json
 from raqa.service import Service
+from raqa.web.compare import NOTHING, differences_html, variant
 from raqa.web.examples import load_examples  # noqa: F401 - the page's examples, imported from here
 from raqa.web.figures_run import message_figure, safe, score_by_rank, token_meter
 from raqa.web.render import RunView, esc
@@ -42,21 +43,40 @@ def _figures(view: RunView, verdicts: list[WindowVerdict], k: int):
     return scores, meter
 
 
-def ask(service: Service, question, strategy, order, window, k, grounded_only, rationale, reader=None, record=None):
+def ask(service: Service, question, strategy, order, window, k, grounded_only, rationale, reader=None, record=None,
+        compare=None):  # fmt: skip
     """Stream the page's outputs: answers, windows, pages, score chart, token meter. With a list as record, each
-    event's JSON (to_json) is appended to it as the run goes (the page's downloads are made from it)."""
+    event's JSON (to_json) is appended to it as the run goes (the page's downloads are made from it). With a
+    comparison (compare.COMPARISONS), a second run with one setting changed follows, side by side, and the last
+    output calls out what differs."""
     try:
         strategies = STRATEGIES.get(strategy) if isinstance(strategy, str) else None
         if strategies is None:
             raise SettingsError(f"Invalid strategy: {strategy!r}. Choose from: {', '.join(STRATEGIES)}.")
         plans = [service.plan(question, s, order, window, k, grounded_only, rationale, reader) for s in strategies]
+        labels = None
+        if compare not in (None, NOTHING):
+            if len(plans) != 1:
+                raise SettingsError("Compare one strategy at a time: choose Iterative or Top-K.")
+            try:
+                v = variant(compare, plans[0].settings.order, plans[0].settings.window, reader, service.reader_names())
+            except ValueError as e:
+                raise SettingsError(str(e)) from e
+            plans.append(
+                service.plan(question, strategies[0], v.order, v.window, k, grounded_only, rationale, v.reader)
+            )
+            labels = [v.label_a, v.label_b]
     except (SettingsError, ModelError) as e:
         message = f'<div class="raqa-answer raqa-failed">{esc(e)}</div>'
         yield message, gr.skip(), gr.skip(), gr.skip(), gr.skip()
         return
     # with a choice of readers, every answer says which reader gave it
     suffix = f" · {plans[0].reader.label}" if len(service.reader_names()) > 1 else ""
-    views = [RunView(title=TITLES[p.settings.strategy] + suffix) for p in plans]
+    views = (
+        [RunView(title=t) for t in labels]
+        if labels
+        else [RunView(title=TITLES[p.settings.strategy] + suffix) for p in plans]
+    )
     verdicts: list[list[WindowVerdict]] = [[] for _ in plans]
     try:
         for i, plan in enumerate(plans):
@@ -71,6 +91,9 @@ def ask(service: Service, question, strategy, order, window, k, grounded_only, r
                     yield _outputs(views, verdicts, plan.settings, charts=False)
                 else:
                     yield _outputs(views, verdicts, plan.settings, charts=True)
+        if labels:
+            answers, *rest = _outputs(views, verdicts, plans[-1].settings, charts=True)
+            yield differences_html(labels, [v.final for v in views], verdicts) + answers, *rest
     except Exception:  # last resort: a bug ends this run with a message, never the page or the server
         LOG.exception("A run failed on an unexpected error")
         message = '<div class="raqa-answer raqa-failed">The run stopped on an internal error. Please try again.</div>'

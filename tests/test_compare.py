@@ -1,0 +1,55 @@
+"""Two runs side by side: B is A with one setting changed, both stream into their own column, and the last output
+says what differs."""
+
+from __future__ import annotations
+
+import pytest
+
+from raqa.config import AppConfig
+from raqa.models.scripted import ScriptedBackend
+from raqa.retrieval.corpus import Page
+from raqa.retrieval.index import BM25Index
+from raqa.service import Service
+from raqa.web.ask_tab import ask
+from raqa.web.compare import variant
+
+
+@pytest.fixture
+def service(tmp_path):
+    pages = [Page(str(i), f"Apple note {i}", " ".join(["apple"] * i) + " Pie.") for i in range(1, 7)]
+
+    def reply(messages) -> str:  # answers only from the best page, apple note 6
+        return "ANSWER: Pie\nPAGE: 6\nSENTENCE: 1" if "Apple note 6" in messages[-1]["content"] else "NOT FOUND"
+
+    return Service(AppConfig(cache_dir=tmp_path), pages, BM25Index.build(pages), ScriptedBackend(reply), "t", {})
+
+
+def test_forward_against_backward_streams_both_and_calls_out_the_differences(service) -> None:
+    outputs = list(ask(service, "apple", "Iterative", "forward", 1, 6, False, False, None, None,
+                       "the other window order"))  # fmt: skip
+    answers, windows = outputs[-1][0], outputs[-1][1]
+    assert 'class="raqa-columns"' in windows and "A: forward" in windows and "B: backward" in windows
+    assert windows.count('data-window="') == 1 + 6  # A answers in its first window, B in its last
+    assert "raqa-compare" in answers and "Side by side" in answers
+    # forward answers in window 1; backward reads all six pages to reach the answer last
+    assert 'data-differences="' in answers and "<td>1</td><td>6</td>" in answers
+    assert any("B: backward" in o[1] and "A: forward" in o[1] for o in outputs[:-1])  # B streamed as it ran
+
+
+def test_a_comparison_the_page_cannot_make_is_one_message(service) -> None:
+    outputs = list(ask(service, "apple", "Both side by side", "forward", 1, 6, False, False, None, None,
+                       "another window size"))  # fmt: skip
+    assert len(outputs) == 1 and "one strategy at a time" in outputs[0][0]
+    outputs = list(ask(service, "apple", "Iterative", "forward", 1, 6, False, False, None, None, "another reader"))
+    assert len(outputs) == 1 and "one reader only" in outputs[0][0]
+    outputs = list(ask(service, "apple", "Iterative", "forward", 1, 6, False, False, None, None, "magic"))
+    assert len(outputs) == 1 and "Invalid comparison" in outputs[0][0]
+    assert service.backend.requests == []
+
+
+def test_variants_change_one_setting() -> None:
+    readers = ["base+judge", "base", "abstain"]
+    assert variant("another window size", "backward", 3, "base", readers)[:3] == ("backward", 1, "base")
+    assert variant("another reader", "forward", 1, None, readers)[2] == "base"
+    assert variant("another reader", "forward", 1, "base", readers)[2] == "base+judge"
+    assert variant("nothing", "forward", 1, None, readers) is None
