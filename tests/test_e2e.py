@@ -264,12 +264,14 @@ def _every_example_replays_its_recording(tab) -> None:
 
 def _a_lesson_step_loads_its_settings_and_replays(tab) -> None:
     tab.locator("#raqa-lesson-steps label", has_text="2. Reading backward").click()
-    answer = tab.locator('.raqa-answer[data-question="Who painted the Mona Lisa?"]')
-    tab.wait_for_selector("#raqa-answers .raqa-recorded", timeout=30000)
-    answer.wait_for(timeout=30000)
-    assert tab.locator("#raqa-order input:checked").get_attribute("value") == "backward"
+    # subtle: the example replayed just before was of the same question, so wait for this step's own outcome
+    tab.wait_for_function(
+        "() => document.querySelector('#raqa-order input:checked')?.value === 'backward'", timeout=30000
+    )
+    answer = tab.locator('.raqa-answer[data-question="Who painted the Mona Lisa?"][data-verdict="unsupported"]')
+    answer.wait_for(timeout=30000)  # the invented answer, flagged
+    assert tab.locator("#raqa-answers .raqa-recorded").count() == 1
     assert "lowest-ranked page" in tab.locator("#raqa-lesson-text").inner_text()
-    assert answer.get_attribute("data-verdict") == "unsupported"  # the invented answer, flagged
 
 
 def _the_examples_behave(tab) -> None:

@@ -163,3 +163,16 @@ def test_two_runs_side_by_side_show_both_streams_and_what_differs(page):  # noqa
     assert all(columns.nth(i).locator(".raqa-window").count() >= 1 for i in range(2))
     table = page.locator("#raqa-answers .raqa-compare").inner_text()
     assert "windows read" in table and "answer" in table and "tokens" in table
+
+
+def test_the_live_benchmark_fills_its_table_with_progress_and_a_csv(page):  # noqa: F811
+    page.get_by_role("tab", name="Try a benchmark").click()
+    box = page.locator("#raqa-bench-n input[type=number]")
+    box.fill("2")
+    box.press("Enter")
+    page.locator("#raqa-bench-run").click()
+    page.wait_for_selector('.raqa-bench-progress[data-done="2"]', timeout=60000)
+    page.wait_for_selector("#raqa-bench-csv", state="visible", timeout=20000)
+    rows = "() => document.querySelectorAll('#raqa-bench-table [role=row]').length"
+    page.wait_for_function(f"{rows} === 3", timeout=10000)  # the header and two questions
+    assert page.locator(".raqa-bench-progress progress").count() == 1

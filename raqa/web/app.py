@@ -20,6 +20,7 @@ from raqa.evaluation.recordings import RECORDINGS_DIR
 from raqa.reading.readers import BASE_READER
 from raqa.service import Service
 from raqa.web.ask_tab import STRATEGIES, ask, load_examples, replay, run_events, usable_recordings
+from raqa.web.benchmark_tab import benchmark_view
 from raqa.web.compare import COMPARISONS, NOTHING
 from raqa.web.experiments_tab import experiments_view
 from raqa.web.export import write_exports
@@ -183,6 +184,8 @@ def build_demo(service: Service, recordings_dir: Path = RECORDINGS_DIR) -> gr.Bl
                 )
         with gr.Tab("When to retrieve", id="route"):
             route_question, route_button, route_cards = route_view(service)
+        with gr.Tab("Try a benchmark", id="benchmark"):
+            benchmark_view(service, [strategy, order, window, k, grounded_only, rationale, reader])
         with gr.Tab("Experiments", id="experiments"):
             experiments_view()
         gr.HTML(f'<div class="raqa-footer">{footer(service)}</div>')

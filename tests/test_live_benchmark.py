@@ -1,0 +1,62 @@
+"""The live benchmark: rows per question with exact match and whether the pages could answer, the summary, the CSV,
+and the tab's generator refusing bad input before anything runs."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+
+from raqa.config import AppConfig
+from raqa.evaluation.live_benchmark import benchmark_questions, run_benchmark, summarise, to_csv
+from raqa.evaluation.questions import QAItem
+from raqa.models.scripted import ScriptedBackend
+from raqa.retrieval.index import BM25Index
+from raqa.service import Service
+from raqa.web.benchmark_tab import benchmark
+
+FORM = ("iterative", "forward", 2, 5, False, False, None)
+
+
+@pytest.fixture
+def service(tmp_path, tiny_pages):
+    backend = ScriptedBackend(lambda m: "ANSWER: Leonardo da Vinci\nPAGE: p3\nSENTENCE: 1")
+    return Service(AppConfig(cache_dir=tmp_path), tiny_pages, BM25Index.build(tiny_pages), backend, "tiny", {})
+
+
+def test_rows_say_exact_match_and_whether_any_page_could_answer(service) -> None:
+    items = [
+        QAItem("a", "Who painted the Mona Lisa?", ("Leonardo da Vinci",)),
+        QAItem("b", "Who painted the Sistine ceiling of Zanzibar?", ("Nobody Atall",)),
+    ]
+    rows = list(run_benchmark(service, items, FORM))
+    assert [(r.exact_match, r.answerable, bool(r.answer)) for r in rows] == [(True, True, True), (False, False, True)]
+    s = summarise(rows)
+    assert (s["questions"], s["exact_match"], s["unanswerable"], s["false_answers_unanswerable"]) == (2, 0.5, 1, 1)
+    parsed = list(csv.reader(io.StringIO(to_csv(rows))))
+    assert parsed[0][:3] == ["question", "gold", "answer"] and len(parsed) == 3
+
+
+@pytest.mark.parametrize(("dataset", "n", "message"), [("imdb", 5, "Invalid dataset"), ("nq", 51, "from 1 to 50"),
+                                                       ("nq", 0, "from 1 to 50"), ("nq", "ten", "whole number")])  # fmt: skip
+def test_bad_choices_are_refused_with_the_allowed_ones(dataset, n, message) -> None:
+    with pytest.raises(ValueError, match=message):
+        benchmark_questions(dataset, n)
+
+
+def test_the_tab_refuses_bad_settings_before_asking_the_model(service) -> None:
+    outputs = list(benchmark(service, "NQ-open", 3, "Iterative", "sideways", 1, 15, False, False))
+    assert len(outputs) == 1 and "Invalid order" in outputs[0][0]
+    outputs = list(benchmark(service, "NQ-open", 3, "Both side by side", "forward", 1, 15, False, False))
+    assert len(outputs) == 1 and "one strategy" in outputs[0][0]
+    assert service.backend.requests == []
+
+
+def test_the_tab_streams_progress_rows_and_a_csv(service) -> None:
+    outputs = list(benchmark(service, "NQ-open", 3, "Iterative", "forward", 1, 5, False, False))
+    assert 'data-done="0" data-total="3"' in outputs[0][0]
+    assert 'data-done="3" data-total="3"' in outputs[-2][0] and len(outputs[-2][1]) == 3
+    download = outputs[-1][3]
+    path = download.value if isinstance(download.value, str) else download.value["path"]
+    assert path.endswith(".csv") and open(path, encoding="utf-8").read().count("\n") == 4  # header and 3 rows
