@@ -76,11 +76,14 @@ def recorded_server(tmp_path_factory, backend):  # noqa: F811
 
     from raqa.config import AppConfig
     from raqa.evaluation.recordings import Form, record_run, write_recording
+    from raqa.retrieval.corpus import Page
     from raqa.retrieval.index import BM25Index
     from raqa.service import Service
     from raqa.web.app import build_demo
 
-    pages = _fruit_pages()
+    # a page of common question words: every benchmark question retrieves it, so each takes a scripted reply (0.8 s)
+    common = "what who when where which how is was the of in a to did does first name called"
+    pages = [*_fruit_pages(), Page("common", "Common words", f"{common}.")]
     flags = tmp_path_factory.mktemp("flags") / "class.jsonl"
     config = AppConfig(cache_dir=tmp_path_factory.mktemp("cache"), flags_file=str(flags))
     service = Service(config, pages, BM25Index.build(pages), backend, "test corpus", {})
@@ -176,3 +179,22 @@ def test_the_live_benchmark_fills_its_table_with_progress_and_a_csv(page):  # no
     rows = "() => document.querySelectorAll('#raqa-bench-table [role=row]').length"
     page.wait_for_function(f"{rows} === 3", timeout=10000)  # the header and two questions
     assert page.locator(".raqa-bench-progress progress").count() == 1
+
+
+def test_stop_ends_the_live_benchmark(browser, recorded_server):  # noqa: F811
+    import time
+
+    tab = browser.new_page(viewport={"width": 1300, "height": 1600})
+    tab.goto(recorded_server, wait_until="networkidle")
+    tab.get_by_role("tab", name="Try a benchmark").click()
+    box = tab.locator("#raqa-bench-n input[type=number]")
+    box.fill("40")
+    box.press("Enter")
+    tab.locator("#raqa-bench-run").click()
+    tab.wait_for_selector('.raqa-bench-progress[data-total="40"][data-done="2"]', timeout=60000)
+    tab.locator("#raqa-bench-stop").click()
+    time.sleep(2.0)  # the question being read may still finish
+    stopped_at = int(tab.locator(".raqa-bench-progress").get_attribute("data-done"))
+    time.sleep(4.0)
+    assert int(tab.locator(".raqa-bench-progress").get_attribute("data-done")) == stopped_at < 40
+    tab.close()
