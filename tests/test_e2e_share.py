@@ -198,3 +198,17 @@ def test_stop_ends_the_live_benchmark(browser, recorded_server):  # noqa: F811
     time.sleep(4.0)
     assert int(tab.locator(".raqa-bench-progress").get_attribute("data-done")) == stopped_at < 40
     tab.close()
+
+
+def test_a_shared_link_with_a_recording_opens_into_its_replay(browser, recorded_server):  # noqa: F811
+    tab = browser.new_page(viewport={"width": 1300, "height": 1600})
+    tab.goto(recorded_server + "/?q=Where+do+zebras+live%3F&w=1&k=15", wait_until="networkidle")
+    tab.wait_for_selector("#raqa-answers .raqa-recorded", timeout=15000)
+    tab.wait_for_selector(".raqa-final-text", timeout=15000)
+    assert tab.locator(".raqa-final-text").inner_text().startswith("Africa")
+    tab.goto(recorded_server + "/?q=Where+do+zebras+live%3F&w=2", wait_until="networkidle")  # no recording at w=2
+    tab.wait_for_function("() => document.querySelector('#raqa-window input[type=number]').value === '2'")
+    tab.wait_for_timeout(1500)
+    assert tab.locator("#raqa-answers .raqa-recorded").count() == 0
+    assert tab.locator("#raqa-answers .raqa-failed").count() == 0  # and no complaint either
+    tab.close()

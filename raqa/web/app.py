@@ -19,7 +19,15 @@ from raqa.config import ASSETS_DIR, K_RANGE, WINDOW_RANGE, RunSettings
 from raqa.evaluation.recordings import RECORDINGS_DIR
 from raqa.reading.readers import BASE_READER
 from raqa.service import Service
-from raqa.web.ask_tab import STRATEGIES, ask, load_examples, replay, run_events, usable_recordings
+from raqa.web.ask_tab import (
+    STRATEGIES,
+    ask,
+    load_examples,
+    recording_for,
+    replay,
+    run_events,
+    usable_recordings,
+)
 from raqa.web.benchmark_tab import benchmark_view
 from raqa.web.compare import COMPARISONS, NOTHING
 from raqa.web.experiments_tab import experiments_view
@@ -274,7 +282,17 @@ def build_demo(service: Service, recordings_dir: Path = RECORDINGS_DIR) -> gr.Bl
             )
             return (*values, reader_value, note) if params else (*[gr.skip()] * 8, gr.skip())
 
-        demo.load(from_link, None, [*inputs, answers], api_name=False, queue=False)
+        def replay_linked(question_, strategy_, order_, window_, k_, grounded_, rationale_, reader_=None):
+            """A shared link whose question and settings have a recording opens into its replay."""
+            form = (question_, strategy_, order_, window_, k_, grounded_, rationale_, reader_)
+            if recording_for(recordings, *form) is None:
+                yield (gr.skip(),) * len(outputs)
+                return
+            yield from replay_here(*form)
+
+        demo.load(from_link, None, [*inputs, answers], api_name=False, queue=False).then(
+            replay_linked, inputs, outputs, **replay_listen
+        )
         # preprocess=False: values sent straight to the API reach ask() as sent, so every bad value gets
         # the same clear message from validate_settings instead of a component's generic error.
         # trigger_mode="multiple": a Run clicked right after Stop, while the cancel is still settling,

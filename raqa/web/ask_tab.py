@@ -147,18 +147,23 @@ def recorded_banner(recording: Recording, model: str | None) -> str:
     )
 
 
+def recording_for(recordings, question, strategy, order, window, k, grounded_only, rationale, reader=None):
+    """The recording of this question with this form, if there is one (the form as the page sends it)."""
+    strategies = STRATEGIES.get(strategy) if isinstance(strategy, str) else None
+    if not strategies or len(strategies) != 1 or not isinstance(question, str):
+        return None
+    try:
+        form = Form(strategies[0], order, int(window), int(k), bool(grounded_only), bool(rationale), reader)
+    except (TypeError, ValueError):
+        return None
+    return find(recordings, question, form)
+
+
 def replay(service: Service, recordings, page_of, question, strategy, order, window, k, grounded_only, rationale,
            reader=None, pause=time.sleep, record=None):  # fmt: skip
     """Stream a recorded run of this question and form through the same renderer as a live run; a message when
     there is none (nothing else changes). With a list as record, the replayed events' JSON is appended to it."""
-    strategies = STRATEGIES.get(strategy) if isinstance(strategy, str) else None
-    found = None
-    if strategies and len(strategies) == 1 and isinstance(question, str):
-        try:
-            form = Form(strategies[0], order, int(window), int(k), bool(grounded_only), bool(rationale), reader)
-        except (TypeError, ValueError):
-            form = None
-        found = find(recordings, question, form) if form else None
+    found = recording_for(recordings, question, strategy, order, window, k, grounded_only, rationale, reader)
     if found is None:
         message = (
             '<div class="raqa-answer raqa-failed">No recorded run of this question with these settings: '
