@@ -95,11 +95,22 @@ def recorded_server(tmp_path_factory, backend):  # noqa: F811
     demo.close()
 
 
-def test_replay_shows_the_recorded_run_at_once_and_run_goes_live(browser, recorded_server):  # noqa: F811
+@pytest.fixture
+def recorded_tab(browser, recorded_server):  # noqa: F811
+    """A fresh tab on the page that has the zebra recording."""
     tab = browser.new_page(viewport={"width": 1300, "height": 1600})
     tab.goto(recorded_server, wait_until="networkidle")
+    yield tab
+
+
+def _replay_the_zebra_question(tab) -> None:
     tab.locator("#raqa-question textarea").fill("Where do zebras live?")
     tab.locator("#raqa-replay").click()
+
+
+def test_replay_shows_the_recorded_run_at_once_and_run_goes_live(recorded_tab):
+    tab = recorded_tab
+    _replay_the_zebra_question(tab)
     tab.wait_for_selector("#raqa-answers .raqa-recorded", timeout=10000)
     tab.wait_for_selector(".raqa-final-text", timeout=10000)
     banner = tab.locator("#raqa-answers .raqa-recorded").inner_text()
@@ -117,15 +128,13 @@ def test_replay_shows_the_recorded_run_at_once_and_run_goes_live(browser, record
     tab.wait_for_selector(".raqa-final-text", timeout=30000)
     assert tab.locator("#raqa-answers .raqa-recorded").count() == 0
     assert tab.locator(".raqa-window").count() == recorded_windows
-    tab.close()
 
 
-def test_a_lesson_step_loads_its_question_and_settings(browser, recorded_server):  # noqa: F811
+def test_a_lesson_step_loads_its_question_and_settings(recorded_tab):
     from raqa.web.lessons import load_lessons
 
     step = load_lessons()[2]  # backward, grounded only, the base reader
-    tab = browser.new_page(viewport={"width": 1300, "height": 1600})
-    tab.goto(recorded_server, wait_until="networkidle")
+    tab = recorded_tab
     tab.locator("#raqa-lesson-steps label", has_text=step.title).click()
     tab.wait_for_function(
         "q => document.querySelector('#raqa-question textarea').value === q", arg=step.question, timeout=10000
@@ -136,14 +145,11 @@ def test_a_lesson_step_loads_its_question_and_settings(browser, recorded_server)
     # this corpus has no recording of the step: the page says so instead of running the model
     tab.wait_for_selector("#raqa-answers .raqa-failed", timeout=10000)
     assert "No recorded run" in tab.locator("#raqa-answers").inner_text()
-    tab.close()
 
 
-def test_a_flag_appends_the_run_to_the_operators_file(browser, recorded_server):  # noqa: F811
-    tab = browser.new_page(viewport={"width": 1300, "height": 1600})
-    tab.goto(recorded_server, wait_until="networkidle")
-    tab.locator("#raqa-question textarea").fill("Where do zebras live?")
-    tab.locator("#raqa-replay").click()
+def test_a_flag_appends_the_run_to_the_operators_file(recorded_tab):
+    tab = recorded_tab
+    _replay_the_zebra_question(tab)
     tab.wait_for_selector("#raqa-download-json", state="visible", timeout=20000)
     tab.locator("#raqa-flag-badge-wrong").click()
     tab.wait_for_function("() => document.querySelector('#raqa-flag-status').innerText.includes('Saved')")
@@ -152,7 +158,6 @@ def test_a_flag_appends_the_run_to_the_operators_file(browser, recorded_server):
     [line] = [json.loads(text) for text in path.read_text(encoding="utf-8").splitlines()]
     assert line["flag"] == "badge_wrong" and line["question"] == "Where do zebras live?"
     assert line["events"][-1]["type"] == "final"
-    tab.close()
 
 
 def test_two_runs_side_by_side_show_both_streams_and_what_differs(page):  # noqa: F811
@@ -185,11 +190,10 @@ def test_the_live_benchmark_fills_its_table_with_progress_and_a_csv(page):  # no
     assert page.locator(".raqa-bench-progress progress").count() == 1
 
 
-def test_stop_ends_the_live_benchmark(browser, recorded_server):  # noqa: F811
+def test_stop_ends_the_live_benchmark(recorded_tab):
     import time
 
-    tab = browser.new_page(viewport={"width": 1300, "height": 1600})
-    tab.goto(recorded_server, wait_until="networkidle")
+    tab = recorded_tab
     tab.get_by_role("tab", name="Try a benchmark").click()
     box = tab.locator("#raqa-bench-n input[type=number]")
     box.fill("40")
@@ -201,11 +205,10 @@ def test_stop_ends_the_live_benchmark(browser, recorded_server):  # noqa: F811
     stopped_at = int(tab.locator(".raqa-bench-progress").get_attribute("data-done"))
     time.sleep(4.0)
     assert int(tab.locator(".raqa-bench-progress").get_attribute("data-done")) == stopped_at < 40
-    tab.close()
 
 
-def test_a_shared_link_with_a_recording_opens_into_its_replay(browser, recorded_server):  # noqa: F811
-    tab = browser.new_page(viewport={"width": 1300, "height": 1600})
+def test_a_shared_link_with_a_recording_opens_into_its_replay(recorded_tab, recorded_server):
+    tab = recorded_tab
     tab.goto(recorded_server + "/?q=Where+do+zebras+live%3F&w=1&k=15", wait_until="networkidle")
     tab.wait_for_selector("#raqa-answers .raqa-recorded", timeout=15000)
     tab.wait_for_selector(".raqa-final-text", timeout=15000)
@@ -215,4 +218,3 @@ def test_a_shared_link_with_a_recording_opens_into_its_replay(browser, recorded_
     tab.wait_for_timeout(1500)
     assert tab.locator("#raqa-answers .raqa-recorded").count() == 0
     assert tab.locator("#raqa-answers .raqa-failed").count() == 0  # and no complaint either
-    tab.close()

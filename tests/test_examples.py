@@ -8,7 +8,7 @@ import pytest
 from raqa.retrieval.corpus import load_embedded
 from raqa.retrieval.index import load_or_build
 from raqa.text import contains_answer
-from raqa.web.ask_tab import load_examples
+from raqa.web.examples import load_examples
 
 EXAMPLES = json.loads((Path(__file__).parent.parent / "assets" / "examples.json").read_text())
 

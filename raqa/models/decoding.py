@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator, Sequence
 import torch
 
 from raqa.models.base import Choice, ReplyPlan, Step, Usage, pick_choice
+from raqa.models.llama_runner import Request
 
 NGRAM_SIZES = (3, 2)  # the longest tail of the reply looked up in the prompt first
 
@@ -57,8 +58,6 @@ class LeanCursor:
         return self.sequence.length
 
     def feed(self, ids: list[int], all_logits: bool = False) -> torch.Tensor:
-        from raqa.models.llama_runner import Request
-
         request = Request(self.sequence, list(ids), all_logits)
         if self.batcher is not None:
             return self.batcher.forward(request)

@@ -22,7 +22,6 @@ from raqa.service import Service
 from raqa.web.ask_tab import (
     STRATEGIES,
     ask,
-    load_examples,
     recording_for,
     replay,
     run_events,
@@ -30,6 +29,7 @@ from raqa.web.ask_tab import (
 )
 from raqa.web.benchmark_tab import benchmark_view
 from raqa.web.compare import COMPARISONS, NOTHING
+from raqa.web.examples import load_examples
 from raqa.web.experiments_tab import experiments_view
 from raqa.web.export import write_exports
 from raqa.web.figures_run import message_figure

@@ -21,7 +21,6 @@ from raqa.models.base import ModelError
 from raqa.reading.events import Final, ReplyDelta, RunFailed, WindowVerdict, from_json, to_json
 from raqa.service import Service
 from raqa.web.compare import NOTHING, differences_html, variant
-from raqa.web.examples import load_examples  # noqa: F401 - the page's examples, imported from here
 from raqa.web.figures_run import message_figure, safe, score_by_rank, token_meter
 from raqa.web.render import RunView, esc
 

@@ -14,7 +14,7 @@ import gradio as gr
 from raqa.config import SettingsError, clean_question
 from raqa.evaluation.records import load_results
 from raqa.service import NO_ADAPT_MODEL, Service
-from raqa.web.ask_tab import load_examples
+from raqa.web.examples import load_examples
 from raqa.web.experiments_tab import experiment_caption
 from raqa.web.figures_run import safe
 from raqa.web.figures_when_to_retrieve import FIGURES as ROUTE_FIGURES
