@@ -11,7 +11,7 @@ from raqa.retrieval.corpus import Page
 from raqa.retrieval.index import BM25Index
 from raqa.service import Service
 from raqa.web.ask_tab import ask
-from raqa.web.compare import variant
+from raqa.web.compare import Choice, chosen, variant
 
 
 @pytest.fixture
@@ -53,3 +53,37 @@ def test_variants_change_one_setting() -> None:
     assert variant("another reader", "forward", 1, None, readers)[2] == "base"
     assert variant("another reader", "forward", 1, "base", readers)[2] == "base+judge"
     assert variant("nothing", "forward", 1, None, readers) is None
+
+
+def test_settings_of_my_choice_run_b_with_its_own_order_and_window(service) -> None:
+    outputs = list(ask(service, "apple", "Iterative", "forward", 1, 6, False, False, None, None,
+                       "settings of my choice", ("backward", 3, False, None)))  # fmt: skip
+    answers, windows = outputs[-1][0], outputs[-1][1]
+    assert "A: forward, w=1" in windows and "B: backward, w=3" in windows
+    assert windows.count('data-window="') == 1 + 2  # B reads pages 1-3 (worst), then 4-6 holding note 6
+    assert "<td>1</td><td>2</td>" in answers  # windows read
+
+
+@pytest.mark.parametrize(
+    ("run_b", "message"),
+    [
+        (("forward", 1, False, None), "same settings as A"),
+        (("sideways", 1, False, None), "order"),
+        (("backward", 99, False, None), "window"),
+        (None, "Run B&#x27;s order"),
+        (("backward", 1, False, "nobody"), "reader"),
+    ],
+)
+def test_a_run_b_the_page_cannot_make_is_one_message_and_no_model_call(service, run_b, message) -> None:
+    outputs = list(ask(service, "apple", "Iterative", "forward", 1, 6, False, False, None, None,
+                       "settings of my choice", run_b))  # fmt: skip
+    assert len(outputs) == 1 and message in outputs[0][0] and "raqa-failed" in outputs[0][0]
+    assert service.backend.requests == []
+
+
+def test_chosen_labels_name_only_what_b_changes() -> None:
+    a = Choice("forward", 1, False, "base")
+    assert chosen(a, Choice("forward", 1, True, "base"))[3:] == ("A: grounded only: no", "B: grounded only: yes", True)
+    assert chosen(a, Choice("forward", 1, False, "base+judge"))[3:5] == ("A: base", "B: base+judge")
+    with pytest.raises(ValueError, match="same settings"):
+        chosen(a, a)

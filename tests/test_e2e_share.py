@@ -173,6 +173,24 @@ def test_two_runs_side_by_side_show_both_streams_and_what_differs(page):  # noqa
     assert "windows read" in table and "answer" in table and "tokens" in table
 
 
+def test_run_b_with_settings_of_my_choice_runs_beside_a(page):  # noqa: F811
+    assert not page.locator("#raqa-run-b").is_visible()
+    page.locator("#raqa-compare input").click()
+    page.get_by_role("option", name="settings of my choice").click()
+    page.wait_for_selector("#raqa-run-b", state="visible", timeout=10000)
+    page.locator("#raqa-b-window input[type=number]").fill("2")
+    page.locator("#raqa-b-window input[type=number]").press("Enter")
+    _ask(page, "apple orchard")  # ten pages, none answering
+    page.wait_for_selector("#raqa-answers .raqa-compare", timeout=60000)
+    columns = page.locator(".raqa-columns .raqa-column")
+    assert [columns.nth(i).locator("h3").inner_text() for i in range(2)] == ["A: forward, w=1", "B: backward, w=2"]
+    b_windows = columns.nth(1).locator(".raqa-window")
+    assert max(b_windows.nth(i).locator(".raqa-page").count() for i in range(b_windows.count())) == 2
+    page.locator("#raqa-compare input").click()
+    page.get_by_role("option", name="nothing").click()
+    page.wait_for_selector("#raqa-run-b", state="hidden", timeout=10000)
+
+
 def test_the_live_benchmark_fills_its_table_with_progress_and_a_csv(page):  # noqa: F811
     page.get_by_role("tab", name="Try a benchmark").click()
     box = page.locator("#raqa-bench-n input[type=number]")

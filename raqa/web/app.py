@@ -28,7 +28,7 @@ from raqa.web.ask_tab import (
     usable_recordings,
 )
 from raqa.web.benchmark_tab import benchmark_view
-from raqa.web.compare import COMPARISONS, NOTHING
+from raqa.web.compare_controls import compare_controls
 from raqa.web.examples import load_examples
 from raqa.web.experiments_tab import experiments_view
 from raqa.web.export import write_exports
@@ -97,6 +97,10 @@ def build_demo(service: Service, recordings_dir: Path = RECORDINGS_DIR) -> gr.Bl
                         buttons=["copy"],
                         elem_id="raqa-link",
                     )
+                    choices = [(r.label, name) for name, r in service.readers.items()] or [
+                        (BASE_READER.label, BASE_READER.name)
+                    ]
+                    compare, run_b = compare_controls(choices)
                 with gr.Column(scale=2):
                     strategy = gr.Radio(
                         list(STRATEGIES),
@@ -137,16 +141,6 @@ def build_demo(service: Service, recordings_dir: Path = RECORDINGS_DIR) -> gr.Bl
                     rationale = gr.Checkbox(
                         value=False, label="Ask for a reason on declined windows (slower)", elem_id="raqa-rationale"
                     )
-                    compare = gr.Dropdown(
-                        list(COMPARISONS),
-                        value=NOTHING,
-                        label="Compare with",
-                        info="Run the question a second time with one thing changed, side by side.",
-                        elem_id="raqa-compare",
-                    )
-                    choices = [(r.label, name) for name, r in service.readers.items()] or [
-                        (BASE_READER.label, BASE_READER.name)
-                    ]
                     reader = gr.Radio(
                         choices,
                         value=choices[0][1],
@@ -211,10 +205,11 @@ def build_demo(service: Service, recordings_dir: Path = RECORDINGS_DIR) -> gr.Bl
                 yield (*last, gr.DownloadButton(value=str(as_json), visible=True),
                        gr.DownloadButton(value=str(as_md), visible=True))  # fmt: skip
 
-        def ask_here(question_, strategy_, order_, window_, k_, grounded_, rationale_, reader_=None, compare_=None):
+        def ask_here(question_, strategy_, order_, window_, k_, grounded_, rationale_, reader_=None, compare_=None,
+                     *run_b_):  # fmt: skip
             record: list[dict] = []
             form = (question_, strategy_, order_, window_, k_, grounded_, rationale_, reader_)
-            yield from with_downloads(ask(service, *form, record, compare_), record)
+            yield from with_downloads(ask(service, *form, record, compare_, run_b_ or None), record)
 
         inputs = [question, strategy, order, window, k, grounded_only, rationale, reader]
         outputs = [answers, windows, pages, scores, meter, download_json, download_md]
@@ -298,8 +293,8 @@ def build_demo(service: Service, recordings_dir: Path = RECORDINGS_DIR) -> gr.Bl
         # trigger_mode="multiple": a Run clicked right after Stop, while the cancel is still settling,
         # queues a new run; in the default mode that click is silently lost.
         listen = dict(concurrency_id="model", preprocess=False, trigger_mode="multiple")
-        run_event = run_button.click(ask_here, [*inputs, compare], outputs, api_name="ask", **listen)
-        submit_event = question.submit(ask_here, [*inputs, compare], outputs, api_name=False, **listen)
+        run_event = run_button.click(ask_here, [*inputs, compare, *run_b], outputs, api_name="ask", **listen)
+        submit_event = question.submit(ask_here, [*inputs, compare, *run_b], outputs, api_name=False, **listen)
         stop_button.click(
             lambda answers_, windows_: (mark_stopped(answers_), mark_stopped(windows_)),
             [answers, windows],

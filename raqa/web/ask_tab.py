@@ -15,12 +15,12 @@ from pathlib import Path
 
 import gradio as gr
 
-from raqa.config import RunSettings, SettingsError
+from raqa.config import RunSettings, SettingsError, validate_settings
 from raqa.evaluation.recordings import RECORDINGS_DIR, Form, Recording, find, load_recordings, stale
 from raqa.models.base import ModelError
 from raqa.reading.events import Final, ReplyDelta, RunFailed, WindowVerdict, from_json, to_json
 from raqa.service import Service
-from raqa.web.compare import NOTHING, differences_html, variant
+from raqa.web.compare import CHOOSE, NOTHING, Choice, differences_html, variant
 from raqa.web.figures_run import message_figure, safe, score_by_rank, token_meter
 from raqa.web.render import RunView, esc
 
@@ -43,11 +43,11 @@ def _figures(view: RunView, verdicts: list[WindowVerdict], k: int):
 
 
 def ask(service: Service, question, strategy, order, window, k, grounded_only, rationale, reader=None, record=None,
-        compare=None):  # fmt: skip
+        compare=None, run_b=None):  # fmt: skip
     """Stream the page's outputs: answers, windows, pages, score chart, token meter. With a list as record, each
     event's JSON (to_json) is appended to it as the run goes (the page's downloads are made from it). With a
-    comparison (compare.COMPARISONS), a second run with one setting changed follows, side by side, and the last
-    output calls out what differs."""
+    comparison (compare.COMPARISONS), a second run with other settings follows, side by side, and the last
+    output calls out what differs; for compare.CHOOSE, run_b is B's (order, window, grounded_only, reader)."""
     try:
         strategies = STRATEGIES.get(strategy) if isinstance(strategy, str) else None
         if strategies is None:
@@ -57,13 +57,16 @@ def ask(service: Service, question, strategy, order, window, k, grounded_only, r
         if compare not in (None, NOTHING):
             if len(plans) != 1:
                 raise SettingsError("Compare one strategy at a time: choose Iterative or Top-K.")
+            a = validate_settings(strategies[0], order, window, k, grounded_only, rationale)  # as the form says
+            b = _chosen_b(service, question, strategies[0], k, rationale, run_b) if compare == CHOOSE else None
             try:
-                v = variant(compare, plans[0].settings.order, plans[0].settings.window, reader, service.reader_names())
+                v = variant(
+                    compare, a.order, a.window, plans[0].reader.name, service.reader_names(), b, a.grounded_only
+                )
             except ValueError as e:
                 raise SettingsError(str(e)) from e
-            plans.append(
-                service.plan(question, strategies[0], v.order, v.window, k, grounded_only, rationale, v.reader)
-            )
+            b_grounded = a.grounded_only if v.grounded_only is None else v.grounded_only
+            plans.append(service.plan(question, strategies[0], v.order, v.window, k, b_grounded, rationale, v.reader))
             labels = [v.label_a, v.label_b]
     except (SettingsError, ModelError) as e:
         message = f'<div class="raqa-answer raqa-failed">{esc(e)}</div>'
@@ -97,6 +100,15 @@ def ask(service: Service, question, strategy, order, window, k, grounded_only, r
         LOG.exception("A run failed on an unexpected error")
         message = '<div class="raqa-answer raqa-failed">The run stopped on an internal error. Please try again.</div>'
         yield message, gr.skip(), gr.skip(), gr.skip(), gr.skip()
+
+
+def _chosen_b(service: Service, question, strategy: str, k, rationale, run_b) -> Choice:
+    """Run B's own settings, validated like A's (SettingsError says what was wrong)."""
+    if not isinstance(run_b, (list, tuple)) or len(run_b) != 4:
+        raise SettingsError("Choose Run B's order, window, grounded-only and reader to compare with.")
+    order, window, grounded_only, reader = run_b
+    b = validate_settings(strategy, order, window, k, grounded_only, rationale)
+    return Choice(b.order, b.window, b.grounded_only, service.plan(question, reader=reader).reader.name)
 
 
 def _outputs(views: list[RunView], verdicts: list[list[WindowVerdict]], settings: RunSettings, charts: bool):

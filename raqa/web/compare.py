@@ -1,9 +1,10 @@
-"""Two runs side by side: the visitor's settings (A) and the same question read with one thing changed (B), with
+"""Two runs side by side: the visitor's settings (A) and the same question read with other settings (B), with
 what differs called out: windows read, verdicts, answer, tokens, time.
 
-`variant` turns the form and a choice of COMPARISONS into B's form and a label for each column; `differences_html`
-compares the two finished runs from their Final and WindowVerdict events. Left out: comparing two arbitrary forms
-(one change at a time is what a lesson needs) and comparing across questions.
+`variant` turns the form and a choice of COMPARISONS into B's settings and a label for each column: one thing
+changed (order, window size, reader), or B's own order, window, grounded-only and reader (`Choice`), labelled by
+what differs from A. `differences_html` compares the two finished runs from their Final and WindowVerdict events.
+Left out: comparing across questions or strategies (a column is one iterative or Top-K run of one question).
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from raqa.reading.events import Final, WindowVerdict
 from raqa.web.render import badge, esc
 
 NOTHING = "nothing"
-COMPARISONS = (NOTHING, "the other window order", "another window size", "another reader")
+CHOOSE = "settings of my choice"
+COMPARISONS = (NOTHING, "the other window order", "another window size", "another reader", CHOOSE)
 JUDGE_READER, BASE_READER_NAME = "base+judge", "base"
 
 
@@ -26,9 +28,44 @@ class Variant(NamedTuple):
     reader: str | None
     label_a: str
     label_b: str
+    grounded_only: bool | None = None  # None: as A
 
 
-def variant(choice: str, order: str, window: int, reader: str | None, readers: Sequence[str]) -> Variant | None:
+class Choice(NamedTuple):
+    """B's own settings, for CHOOSE (the page's "Run B" controls)."""
+
+    order: str
+    window: int
+    grounded_only: bool
+    reader: str | None
+
+
+def chosen(a: Choice, b: Choice) -> Variant:
+    """Both columns labelled by what B changes; ValueError when B changes nothing.
+
+    Example:
+        >>> chosen(Choice("forward", 1, False, "base"), Choice("backward", 3, False, "base"))[3:5]
+        ('A: forward, w=1', 'B: backward, w=3')
+    """
+    names = {"order": "{}", "window": "w={}", "grounded_only": "grounded only: {}", "reader": "{}"}
+    changed = [field for field in names if getattr(a, field) != getattr(b, field)]
+    if not changed:
+        raise ValueError("Run B has the same settings as A: change B's order, window, grounded-only or reader.")
+
+    def label(side: Choice, letter: str) -> str:
+        return f"{letter}: " + ", ".join(names[f].format(_yes_no(getattr(side, f))) for f in changed)
+
+    return Variant(b.order, b.window, b.reader, label(a, "A"), label(b, "B"), b.grounded_only)
+
+
+def _yes_no(value) -> str:
+    return ("yes" if value else "no") if isinstance(value, bool) else str(value)
+
+
+def variant(
+    choice: str, order: str, window: int, reader: str | None, readers: Sequence[str], b: Choice | None = None,
+    grounded_only: bool = False,
+) -> Variant | None:  # fmt: skip
     """B's settings for a comparison (None for "nothing"); ValueError for a comparison this page cannot make.
 
     Example:
@@ -51,6 +88,11 @@ def variant(choice: str, order: str, window: int, reader: str | None, readers: S
         if not others:
             raise ValueError("This page has one reader only, so there is no other reader to compare with.")
         return Variant(order, window, others[0], f"A: {current}", f"B: {others[0]}")
+    if choice == CHOOSE:
+        if b is None:
+            raise ValueError("Choose Run B's settings to compare with.")
+        current = reader or (readers[0] if readers else BASE_READER_NAME)
+        return chosen(Choice(order, window, bool(grounded_only), current), b)
     raise ValueError(f"Invalid comparison: {choice!r}. Choose from: {', '.join(COMPARISONS)}.")
 
 
