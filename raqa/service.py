@@ -33,6 +33,7 @@ from raqa.reading.readers import BASE_READER, JUDGE_READERS, MODEL_JUDGE_READER,
 from raqa.retrieval.corpus import Page, corpus_name, load_corpus
 from raqa.retrieval.index import BM25Index, load_or_build
 from raqa.text import normalize_answer
+from raqa.when_to_retrieve.popularity import load_popularity
 
 # Corpus files larger than this are read from disk on demand (pagestore.py) instead of into memory.
 PAGESTORE_ABOVE_BYTES = 64 * 1024 * 1024
@@ -198,6 +199,23 @@ class Service:
             raise ModelError(NO_ADAPT_MODEL)
         return decide(question, policy, model, self.top_page, self.popularity_of(question))
 
+    def pipeline(self, question, policy: str, threshold: float | None, order="forward", window=RunSettings.window,
+                 k=RunSettings.k, reader: str | None = None) -> Iterator:  # fmt: skip
+        """Both papers in one run (when_to_retrieve/pipeline.py): closed-book answer, decision, the iterative
+        windows read by the reader with grounded answers only, then an answer or "I don't know"."""
+        from raqa.when_to_retrieve.pipeline import check_policy, pipeline
+        from raqa.when_to_retrieve.uncertainty import closed_book
+
+        plan = self.plan(question, "iterative", order, window, k, True, False, reader)  # validates before any work
+        try:
+            check_policy(policy, threshold)
+        except ValueError as e:
+            raise SettingsError(str(e)) from None
+        model = self.adapt_model()
+        if model is None:
+            raise ModelError(NO_ADAPT_MODEL)
+        return pipeline(plan.question, policy, threshold, lambda q: closed_book(model, q), lambda q: self.events(plan))
+
     # -- loading ---------------------------------------------------------------------------------------
     @classmethod
     def load(
@@ -238,7 +256,7 @@ class Service:
                 service.loaded[name] = endpoint_backend
         service.readers = _default_first(service.readers, config.reader)
         timings["model_s"] = time.perf_counter() - start
-        service.popularity = _load_popularity(config.popqa) if config.popqa else {}
+        service.popularity = load_popularity(config.popqa) if config.popqa else {}
         progress(f"Ready: {len(pages):,} pages, model {service.backend.name if service.backend else 'not loaded'}")
         return service
 
@@ -302,16 +320,6 @@ def _default_first(readers: dict[str, Reader], configured: str | None) -> dict[s
         configured if configured in readers else DEFAULT_READER if DEFAULT_READER in readers else next(iter(readers))
     )
     return {first: readers[first], **{k: v for k, v in readers.items() if k != first}}
-
-
-def _load_popularity(path: str) -> dict:
-    """PopQA questions by normalised text; a broken file stops the start with the loader's message."""
-    from raqa.when_to_retrieve.popularity import PopularityError, load_popqa, lookup
-
-    try:
-        return lookup(load_popqa(path))
-    except PopularityError as e:
-        raise ModelError(f"RAQA_POPQA: {e}") from None
 
 
 def open_corpus(config: AppConfig, progress: Progress) -> Sequence[Page]:

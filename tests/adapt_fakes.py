@@ -29,6 +29,20 @@ class FakeAdaptModel:
     def count_tokens(self, text: str) -> int:
         return len(text.split())
 
+    def scored_generate(self, messages, adapter: str = "base", ban_ret: bool = False, first_sentence: bool = False):
+        """The scripted reply, each word a token: sure (0.9, low entropy) of an answer it knows, else unsure."""
+        from raqa.when_to_retrieve.model import ScoredReply
+
+        text = self.generate(messages, adapter, ban_ret)
+        sure = "Paris" in text
+        words = text.split()
+        return ScoredReply(text, tuple([0.9 if sure else 0.2] * len(words)), tuple([0.3 if sure else 2.5] * len(words)))
+
+    def next_token_probabilities(self, messages, words, adapter: str = "base") -> list[float]:
+        """P(True) prompts: "True" likelier for an answer it knows."""
+        sure = "Proposed answer: Paris" in messages[-1]["content"]
+        return [0.8, 0.2] if sure else [0.3, 0.6]
+
 
 def knows_paris(prompt: str, adapter: str, ban_ret: bool) -> str:
     """Knows capitals from memory; for anything else Adapt-LLM asks for <RET>; with a context it reads it."""

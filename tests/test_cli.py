@@ -367,12 +367,12 @@ def test_route_decides_the_popularity_policy_from_raqa_popqa(
     loads: list[AppConfig] = []
 
     def load(cls, config: AppConfig, **kwargs) -> Service:
-        from raqa.service import _load_popularity
+        from raqa.when_to_retrieve.popularity import load_popularity
 
         loads.append(config)
         service = Service(config, tiny_pages, tiny_index, ScriptedBackend([]), "tiny", {})
         service.adapt = FakeAdaptModel(knows_paris)
-        service.popularity = _load_popularity(config.popqa)
+        service.popularity = load_popularity(config.popqa)
         return service
 
     monkeypatch.setattr(Service, "load", classmethod(load))

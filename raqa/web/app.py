@@ -43,7 +43,7 @@ from raqa.web.when_to_retrieve_tab import route, route_view
 LOG = logging.getLogger(__name__)
 
 
-def build_demo(service: Service, recordings_dir: Path = RECORDINGS_DIR) -> gr.Blocks:
+def build_demo(service: Service, recordings_dir: Path = RECORDINGS_DIR, results_dir: Path | None = None) -> gr.Blocks:
     defaults = RunSettings()
     with gr.Blocks(title="raqa: when should a model admit ignorance?") as demo:
         gr.HTML(
@@ -185,7 +185,7 @@ def build_demo(service: Service, recordings_dir: Path = RECORDINGS_DIR) -> gr.Bl
                     "Flags are kept on this machine only, in the file the operator set.", elem_id="raqa-flag-status"
                 )
         with gr.Tab("When to retrieve", id="route"):
-            route_question, route_button, route_cards = route_view(service)
+            route_question, route_button, route_cards = route_view(service, results_dir)
         with gr.Tab("Try a benchmark", id="benchmark"):
             benchmark_view(service, [strategy, order, window, k, grounded_only, rationale, reader])
         with gr.Tab("Experiments", id="experiments"):

@@ -12,12 +12,16 @@ from pathlib import Path
 import gradio as gr
 
 from raqa.config import SettingsError, clean_question
+from raqa.evaluation.pipeline_scores import MEMORY_QUESTIONS
 from raqa.evaluation.records import load_results
 from raqa.service import NO_ADAPT_MODEL, Service
 from raqa.web.examples import load_examples
 from raqa.web.experiments_tab import experiment_caption
+from raqa.web.figures_pipeline import FIGURES as PIPELINE_FIGURES
 from raqa.web.figures_run import safe
 from raqa.web.figures_when_to_retrieve import FIGURES as ROUTE_FIGURES
+from raqa.web.pipeline_tab import pipeline_view
+from raqa.web.render_pipeline import pipeline_summary
 from raqa.web.render_when_to_retrieve import RouteView, evaluation_summary, message_html
 from raqa.when_to_retrieve.policies import POLICIES
 
@@ -50,7 +54,22 @@ def route(service: Service, question):
 
 
 def route_view(service: Service, results_dir: Path | None = None):
-    """The "When to retrieve" tab; returns (question box, button, output) for the caller to wire."""
+    """The "When to retrieve" tab; returns (question box, button, output) for the caller to wire (the pipeline
+    section wires its own)."""
+    results = load_results(results_dir) if results_dir else load_results()
+    pipeline_records = [
+        (stem, r) for stem, r in results.items() if r.get("experiment") == "pipeline" and "error" not in r
+    ]
+    pipeline_view(service, pipeline_records[0][1] if pipeline_records else None,
+                  [*MEMORY_QUESTIONS[:1], *load_examples()])  # fmt: skip
+    for stem, record in pipeline_records:
+        gr.HTML(pipeline_summary(record))
+        for name, make in PIPELINE_FIGURES.items():
+            gr.Plot(safe(make, record), elem_classes=["raqa-pipe-figure"], elem_id=f"raqa-pipe-{name}-{stem}")
+        gr.HTML(experiment_caption(record, "raqa-pipe-caption"))
+    if not pipeline_records:
+        gr.HTML('<div class="raqa-empty">No pipeline evaluation committed yet: run python -m raqa eval-pipeline.</div>')
+    gr.HTML('<h3 class="raqa-section">Each policy on its own (Adapt-LLM, NR-LLM, AR-LLM)</h3>')
     gr.HTML(
         '<p class="raqa-meta">Adapt-LLM is the same model with a LoRA adapter trained to answer from memory when '
         "it knows and to reply <code>&lt;RET&gt;</code> when it needs a page; it is compared with adapters "
@@ -65,9 +84,7 @@ def route_view(service: Service, results_dir: Path | None = None):
     gr.Examples(load_examples(), inputs=question, label="Examples")
     output = gr.HTML(message_html(NO_ADAPT_MODEL) if not service.has_adapt_model() else "", elem_id="raqa-route-cards")
     records = [
-        (stem, r)
-        for stem, r in (load_results(results_dir) if results_dir else load_results()).items()
-        if r.get("experiment") == "when_to_retrieve" and "error" not in r
+        (stem, r) for stem, r in results.items() if r.get("experiment") == "when_to_retrieve" and "error" not in r
     ]
     if not records:
         gr.HTML('<div class="raqa-empty">No evaluation committed yet: run python -m raqa eval-adapt.</div>')

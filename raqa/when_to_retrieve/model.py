@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 from raqa.config import ASSETS_DIR
 from raqa.models.base import ModelError
@@ -44,6 +45,16 @@ def adapter_card(folder: Path) -> dict:
         return json.loads((Path(folder) / CARD_FILE).read_text())
     except (OSError, json.JSONDecodeError):
         return {}
+
+
+class ScoredReply(NamedTuple):
+    text: str
+    probabilities: tuple[float, ...]  # each greedy token's probability (the maximum of its distribution)
+    entropies: tuple[float, ...]  # the entropy (nats) of each token's distribution
+
+
+def _ends_sentence(piece: str) -> bool:
+    return "\n" in piece or piece.rstrip().endswith((".", "!", "?"))
 
 
 def _cache(output):
@@ -90,9 +101,18 @@ class GreedyModel:
         return contextlib.nullcontext()
 
     def generate(self, messages: Messages, adapter: str = "base", ban_ret: bool = False) -> str:
+        return self.scored_generate(messages, adapter, ban_ret).text
+
+    def scored_generate(
+        self, messages: Messages, adapter: str = "base", ban_ret: bool = False, first_sentence: bool = False
+    ) -> ScoredReply:
+        """The greedy reply with each token's probability and the entropy of the distribution it was drawn from;
+        first_sentence stops at the end of the first sentence (the answer a chat model writes first)."""
         torch = self.torch
         prompt = self.prompt_ids(messages)
         generated: list[int] = []
+        probabilities: list[float] = []
+        entropies: list[float] = []
         with self._use(adapter), torch.inference_mode():
             out = self.model(input_ids=torch.tensor([prompt]), use_cache=True)
             for _ in range(self.answer_tokens):
@@ -100,9 +120,25 @@ class GreedyModel:
                 token = self._without_ret(generated, logits) if ban_ret else int(torch.argmax(logits))
                 if token in self.stop_ids:
                     break
+                logp = torch.log_softmax(logits.float(), dim=-1)
+                probabilities.append(float(torch.exp(logp[token])))
+                entropies.append(float(-(torch.exp(logp) * logp).sum()))
                 generated.append(token)
+                if first_sentence and _ends_sentence(self.tokenizer.decode([token])) and len(generated) > 1:
+                    break
                 out = self.model(input_ids=torch.tensor([[token]]), cache=_cache(out), use_cache=True)
-        return self.tokenizer.decode(generated, skip_special_tokens=True).strip()
+        text = self.tokenizer.decode(generated, skip_special_tokens=True).strip()
+        return ScoredReply(text, tuple(probabilities), tuple(entropies))
+
+    def next_token_probabilities(self, messages: Messages, words: Sequence[str], adapter: str = "base") -> list[float]:
+        """P(the reply starts with each word's first token), e.g. ("True", "False") for P(True)."""
+        torch = self.torch
+        prompt = self.prompt_ids(messages)
+        with self._use(adapter), torch.inference_mode():
+            logits = self.model(input_ids=torch.tensor([prompt])).logits[0, -1]
+        probabilities = torch.softmax(logits.float(), dim=-1)
+        ids = [self.tokenizer(word, add_special_tokens=False)["input_ids"][0] for word in words]
+        return [float(probabilities[i]) for i in ids]
 
     def _without_ret(self, generated: list[int], logits) -> int:
         """The most likely next token whose text, after the reply so far, does not spell <RET>."""

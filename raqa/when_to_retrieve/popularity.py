@@ -131,3 +131,13 @@ def tune_threshold(
 def lookup(items: Sequence[PopItem]) -> dict[str, PopItem]:
     """Questions by their normalised text, so a typed question finds its popularity."""
     return {normalize_answer(item.question): item for item in items}
+
+
+def load_popularity(path: str) -> dict[str, PopItem]:
+    """RAQA_POPQA's questions by normalised text; a broken file stops the start with the loader's message."""
+    from raqa.models.base import ModelError
+
+    try:
+        return lookup(load_popqa(path))
+    except PopularityError as e:
+        raise ModelError(f"RAQA_POPQA: {e}") from None

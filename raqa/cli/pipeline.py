@@ -1,0 +1,123 @@
+"""`pipeline` and `eval-pipeline`: both papers in one run (when_to_retrieve/pipeline.py), for one question or
+measured on NQ-open and TriviaQA test.
+
+`pipeline` prints the events the page's When-to-retrieve view shows (human or --json). `eval-pipeline` makes one
+row per question (evaluation/pipeline_rows.py, resumable from its JSONL file), scores every policy and reader
+with thresholds chosen on dev questions (evaluation/pipeline_scores.py) and writes the result JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from raqa.cli.output import counter_bar, error, print_human, print_json, say
+from raqa.cli.parser import app_config
+from raqa.config import SettingsError, clean_question
+from raqa.evaluation import records
+from raqa.models.base import ModelError
+from raqa.retrieval.corpus import CorpusError
+
+EVAL_K, EVAL_WINDOW, EVAL_ORDER = 15, 1, "forward"  # the page's defaults
+
+
+def print_pipeline_human(event) -> None:
+    from raqa.when_to_retrieve.pipeline import IDK, ClosedBookAnswered, PipelineEnded, RetrievalDecided
+
+    if isinstance(event, ClosedBookAnswered):
+        signals = ", ".join(f"{name} {value:.3f}" for name, value in event.signals)
+        print(f"Closed-book answer: {event.answer}\n  confidence: {signals}", file=sys.stderr)
+    elif isinstance(event, RetrievalDecided):
+        print(f"Decision ({event.policy}): {event.reason}", file=sys.stderr)
+    elif isinstance(event, PipelineEnded):
+        print(event.answer if event.answer is not None else IDK)
+        print(f"from {event.source}: {event.reason}, {event.seconds:.1f} s", file=sys.stderr)
+    else:
+        print_human(event)
+
+
+def cmd_pipeline(args: argparse.Namespace) -> int:
+    from raqa.service import Service
+    from raqa.when_to_retrieve.pipeline import check_policy
+
+    try:
+        clean_question(args.question)
+        check_policy(args.policy, args.threshold)
+        config = app_config(args)
+    except ValueError as e:
+        return error(e)
+    try:
+        service = Service.load(config, progress=say)
+        events = service.pipeline(args.question, args.policy, args.threshold, args.order, args.window, args.k,
+                                  args.reader)  # fmt: skip
+    except (CorpusError, ModelError, SettingsError, ValueError) as e:
+        return error(e)
+    show = print_json if args.json else print_pipeline_human
+    for event in events:
+        show(event)
+    return 0
+
+
+def cmd_eval_pipeline(args: argparse.Namespace) -> int:
+    from raqa.evaluation.pipeline_rows import READERS, dev_row, interleave, make_rows, question_row
+    from raqa.evaluation.positives import PositiveIndex
+    from raqa.evaluation.questions import QuestionsError, load_questions
+    from raqa.service import Service
+    from raqa.when_to_retrieve.uncertainty import closed_book
+
+    try:
+        if args.limit < 1 or args.dev < 1:
+            raise ValueError(f"--limit and --dev must be 1 or more, got {args.limit} and {args.dev}.")
+        tests = {d: load_questions(d, "test", args.limit, args.seed) for d in args.datasets}
+        # dev questions other than the ones Algorithm 1 labelled for training (train-adapt: dev, seed 0)
+        trained = {d: {i.id for i in load_questions(d, "dev", 300, 0)} for d in args.datasets}
+        devs = {d: [i for i in load_questions(d, "dev", args.dev + 300, args.seed + 1) if i.id not in trained[d]]
+                [: args.dev] for d in args.datasets}  # fmt: skip
+        service = Service.load(app_config(args), progress=say)
+        model = service.adapt_model()
+        if model is None:
+            raise ModelError("eval-pipeline needs the Adapt-LLM adapters (assets/adapt) on the embedded model.")
+    except (ValueError, QuestionsError, CorpusError, ModelError) as e:
+        return error(e)
+    start = time.perf_counter()
+    rows_path = Path(args.rows) if args.rows else service.config.cache_dir / "eval-pipeline" / "rows.jsonl"
+    key = f"k{EVAL_K}-w{EVAL_WINDOW}-{EVAL_ORDER}-readers:{','.join(READERS)}-{model.name}"
+    answer = lambda question: closed_book(model, question)  # noqa: E731
+
+    def reader(name: str):
+        grounded = False  # the base reader's answers as it gives them; the judge's gate grounds its own
+        return lambda q: service.events(service.plan(q, "iterative", EVAL_ORDER, EVAL_WINDOW, EVAL_K, grounded,
+                                                     False, name))  # fmt: skip
+
+    readers = {name: reader(name) for name in READERS}
+    positives = PositiveIndex(service.pages)
+    dev_work, test_work = interleave(devs, "dev"), interleave(tests, "test")
+    with counter_bar("eval-pipeline dev (closed-book)", len(dev_work)) as bar:
+        dev_rows = make_rows(dev_work, rows_path, key, lambda d, s, item: dev_row(item, d, answer),
+                             lambda: bar.update(1))  # fmt: skip
+    with counter_bar("eval-pipeline test", len(test_work)) as bar:
+        test_rows = make_rows(test_work, rows_path, key,
+                              lambda d, s, item: question_row(item, d, answer, readers, positives.anywhere),
+                              lambda: bar.update(1))  # fmt: skip
+    from raqa.evaluation.pipeline_scores import example_decisions, summarise
+
+    results = summarise(dev_rows, test_rows)
+    results["examples"] = example_decisions(model, results)
+    command = (f"python -m raqa eval-pipeline --datasets {','.join(args.datasets)} --limit {args.limit} "
+               f"--dev {args.dev} --seed {args.seed}")  # fmt: skip
+    about = {
+        "command": command,
+        "sample": {"split": "test", "limit": args.limit, "dev": args.dev, "seed": args.seed},
+        "model": model.name,
+        "corpus": f"{service.corpus_label} ({len(service.pages):,} pages)",
+        "settings": {"retrieval": f"BM25 top {EVAL_K}, iterative windows of {EVAL_WINDOW}, {EVAL_ORDER}",
+                     "readers": list(READERS), "closed_book": "greedy, first sentence, at most 32 tokens",
+                     "rows": "computed once per question (resumable JSONL), every policy scored from them"},
+        "seconds": round(time.perf_counter() - start, 1),
+    }  # fmt: skip
+    path = records.write("pipeline", "+".join(args.datasets), results, about, Path(args.out) if args.out else
+                         records.RESULTS_DIR)  # fmt: skip
+    say(f"wrote {path}")
+    return 0

@@ -1,0 +1,265 @@
+"""`eval-pipeline`'s scores: every decision policy and reader from the rows, with abstention in the numbers.
+
+A configuration answers a question or says "I don't know". Scored per test set, each with a 95% interval:
+
+    accuracy            correct answers / all questions (a gold answer contained in the answer)
+    coverage            answered / all questions (the answer rate)
+    selective accuracy  correct / answered (accuracy among answered; 1 - risk)
+    idk_unanswerable    "I don't know" on the questions whose answer is nowhere in the corpus
+
+Configurations: closed-book (never retrieve; or answer only when a signal's confidence reaches the dev-chosen
+threshold, else "I don't know"), always retrieve with each reader, and the full pipeline: a policy decides, and
+when it retrieves the reader's windows end it (rows.py). Thresholds are chosen on dev questions by Youden's J
+for "the closed-book answer is wrong" (the decision's own job), never on the test questions. Risk-coverage
+curves sweep the ranking (closed-book: answer the most confident first) or the threshold (pipeline), and their
+area is the mean risk over the coverage they span (lower is better). Each signal's AUC ranks wrong closed-book
+answers (1 = every wrong answer less confident than every right one). Left out here: making rows.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from collections.abc import Sequence
+
+from raqa.config import ASSETS_DIR
+from raqa.evaluation.metrics import auc, proportion
+from raqa.evaluation.pipeline_rows import READERS
+from raqa.when_to_retrieve.pipeline import POLICY_SIGNAL, decide_retrieval
+from raqa.when_to_retrieve.uncertainty import SIGNALS
+
+RESAMPLES = 1000
+AUC_TARGET, IDK_TARGET = 0.70, 2 / 3
+MEMORY_QUESTIONS = ("What is the capital of France?", "Who wrote Romeo and Juliet?",
+                    "How many legs does a spider have?")  # fmt: skip
+
+
+def confidence(row: dict, signal: str) -> float:
+    value = row["closed_book"]["signals"][signal]
+    return value if math.isfinite(value) else -1e9
+
+
+def youden_threshold(rows: Sequence[dict], signal: str) -> float:
+    """The confidence threshold (retrieve below it) that best separates wrong closed-book answers from right ones
+    on these rows: max TPR - FPR, wrong = positive; with no right answer among them, retrieve always (inf)."""
+    wrong = [confidence(r, signal) for r in rows if not r["closed_book"]["correct"]]
+    right = [confidence(r, signal) for r in rows if r["closed_book"]["correct"]]
+    if not right or not wrong:
+        return math.inf if not right else -math.inf
+    best, best_j = math.inf, -1.0
+    for t in sorted({*wrong, *right}, reverse=True):
+        j = sum(c < t for c in wrong) / len(wrong) - sum(c < t for c in right) / len(right)
+        if j > best_j:
+            best, best_j = t, j
+    return best
+
+
+def policy_threshold(policy: str, confidence_threshold: float) -> float:
+    """The threshold in the policy's own units: P(<RET>) for adapt (retrieve at or above), else the confidence."""
+    if policy == "adapt":
+        return min(1.0, max(0.0, 1.0 - confidence_threshold)) if math.isfinite(confidence_threshold) else (
+            0.0 if confidence_threshold > 0 else 1.0)  # fmt: skip
+    return confidence_threshold
+
+
+def _signals(row: dict) -> dict:
+    return {s: confidence(row, s) for s in SIGNALS}
+
+
+def outcome(row: dict, policy: str, threshold: float | None, reader: str | None) -> dict:
+    """What one configuration does on one row: answered, correct, exact, retrieved."""
+    if policy.startswith("closed_book:"):
+        signal = policy.split(":", 1)[1]
+        answered = bool(row["closed_book"]["answer"]) and confidence(row, signal) >= threshold
+        cb = row["closed_book"]
+        return {"answered": answered, "correct": answered and cb["correct"], "exact": answered and cb["exact"],
+                "retrieved": False}  # fmt: skip
+    retrieve = decide_retrieval(policy, _signals(row), _finite(policy, threshold)).retrieve
+    source = row["readers"][reader] if retrieve else row["closed_book"]
+    answered = bool(source["answer"])
+    return {"answered": answered, "correct": answered and source["correct"], "exact": answered and source["exact"],
+            "retrieved": retrieve}  # fmt: skip
+
+
+def _finite(policy: str, threshold: float | None) -> float | None:
+    if threshold is None or math.isfinite(threshold):
+        return threshold
+    if policy == "adapt":
+        return 0.0 if threshold < 0 else 1.0
+    return 1e18 if threshold > 0 else -1e18
+
+
+def scores(rows: Sequence[dict], outcomes: Sequence[dict]) -> dict:
+    answered = [o for o in outcomes if o["answered"]]
+    lost = [o for r, o in zip(rows, outcomes, strict=True) if not r["answerable"]]
+    return {
+        "accuracy": proportion([o["correct"] for o in outcomes]).as_dict(),
+        "exact_match": proportion([o["exact"] for o in outcomes]).as_dict(),
+        "coverage": proportion([o["answered"] for o in outcomes]).as_dict(),
+        "selective_accuracy": proportion([o["correct"] for o in answered]).as_dict(),
+        "retrieval_rate": proportion([o["retrieved"] for o in outcomes]).as_dict(),
+        "idk_unanswerable": proportion([not o["answered"] for o in lost]).as_dict(),
+    }
+
+
+def configurations(thresholds: dict[str, float]) -> dict[str, tuple[str, float | None, str | None]]:
+    """name -> (policy, threshold in the policy's units, reader) for every configuration scored."""
+    configs: dict[str, tuple[str, float | None, str | None]] = {"never": ("never", None, None)}
+    for signal in SIGNALS:
+        configs[f"closed_book:{signal}"] = (f"closed_book:{signal}", thresholds[signal], None)
+    for reader in READERS:
+        configs[f"always:{reader}"] = ("always", None, reader)
+        for policy, signal in POLICY_SIGNAL.items():
+            configs[f"pipeline:{policy}:{reader}"] = (policy, policy_threshold(policy, thresholds[signal]), reader)
+    return configs
+
+
+def signal_auc(rows: Sequence[dict], signal: str, seed: int = 0) -> dict:
+    """AUC of the signal's uncertainty (minus its confidence) against "the closed-book answer is wrong", with a
+    95% percentile-bootstrap interval over questions."""
+
+    def value(sample: Sequence[dict]) -> float:
+        right = [-confidence(r, signal) for r in sample if r["closed_book"]["correct"]]
+        wrong = [-confidence(r, signal) for r in sample if not r["closed_book"]["correct"]]
+        return auc(right, wrong)
+
+    point = value(rows)
+    rng = random.Random(seed)
+    boots = sorted(v for v in (value(rng.choices(rows, k=len(rows))) for _ in range(RESAMPLES)) if v == v)
+    low, high = (boots[int(0.025 * len(boots))], boots[int(0.975 * len(boots)) - 1]) if boots else (None, None)
+    return {"value": None if point != point else round(point, 4), "low": low, "high": high, "n": len(rows),
+            "wrong": sum(not r["closed_book"]["correct"] for r in rows)}  # fmt: skip
+
+
+def closed_book_curve(rows: Sequence[dict], signal: str) -> dict:
+    """Answer the most confident first: risk (wrong among answered) at every coverage, and its mean (AURC)."""
+    ranked = sorted(rows, key=lambda r: -confidence(r, signal))
+    points, wrong = [], 0
+    for i, row in enumerate(ranked, 1):
+        wrong += not row["closed_book"]["correct"]
+        points.append((i / len(ranked), wrong / i))
+    return {"coverage": [round(c, 4) for c, _ in points], "risk": [round(r, 4) for _, r in points],
+            "aurc": round(sum(r for _, r in points) / len(points), 4) if points else None}  # fmt: skip
+
+
+def pipeline_curve(rows: Sequence[dict], policy: str, reader: str) -> dict:
+    """Sweep the policy's threshold from never to always retrieving: (coverage, risk) at each, and the area."""
+    signal = POLICY_SIGNAL[policy]
+    cuts = sorted({confidence(r, signal) for r in rows}) + [math.inf]
+    points = []
+    for t in [-math.inf, *cuts]:  # retrieve when the confidence is below t
+        got = [_split(r, t, signal, reader) for r in rows]
+        answered = [o for o in got if o["answered"]]
+        if answered:
+            points.append((len(answered) / len(rows), 1 - sum(o["correct"] for o in answered) / len(answered)))
+    points.sort()
+    if len(points) < 2:
+        return {"coverage": [p[0] for p in points], "risk": [p[1] for p in points], "aurc": None}
+    area = sum((c2 - c1) * (r1 + r2) / 2 for (c1, r1), (c2, r2) in zip(points, points[1:], strict=False))
+    span = points[-1][0] - points[0][0]
+    return {"coverage": [round(c, 4) for c, _ in points], "risk": [round(r, 4) for _, r in points],
+            "aurc": round(area / span, 4) if span > 0 else round(points[0][1], 4)}  # fmt: skip
+
+
+def _split(row: dict, t: float, signal: str, reader: str) -> dict:
+    source = row["readers"][reader] if confidence(row, signal) < t else row["closed_book"]
+    answered = bool(source["answer"])
+    return {"answered": answered, "correct": answered and source["correct"]}
+
+
+def _selective_difference(rows, a: tuple, b: tuple, seed: int = 0) -> dict:
+    """Selective accuracy of configuration a minus b on the same questions, 95% paired-bootstrap interval."""
+
+    def sel(sample, config) -> float:
+        got = [outcome(r, *config) for r in sample]
+        answered = [o for o in got if o["answered"]]
+        return sum(o["correct"] for o in answered) / len(answered) if answered else float("nan")
+
+    point = sel(rows, a) - sel(rows, b)
+    rng = random.Random(seed)
+    boots = []
+    for _ in range(RESAMPLES // 4):  # a quarter: each resample scores two configurations on every row
+        sample = rng.choices(rows, k=len(rows))
+        d = sel(sample, a) - sel(sample, b)
+        if d == d:
+            boots.append(d)
+    boots.sort()
+    low, high = (boots[int(0.025 * len(boots))], boots[int(0.975 * len(boots)) - 1]) if boots else (None, None)
+    return {"value": point if point == point else None, "low": low, "high": high, "resamples": len(boots)}
+
+
+def targets(rows: Sequence[dict], table: dict, configs: dict, aucs: dict) -> dict:
+    """The issue's targets on one test set: the best full pipeline against always-retrieve with the base reader."""
+    baseline = table["always:base"]
+    base_cov = baseline["coverage"]["value"]
+    pipelines = {n: t for n, t in table.items() if n.startswith("pipeline:")}
+    eligible = {n: t for n, t in pipelines.items() if t["coverage"]["value"] >= base_cov}
+    pool = eligible or pipelines
+    best = max(pool, key=lambda n: pool[n]["selective_accuracy"]["value"] or 0.0)
+    difference = _selective_difference(rows, configs[best], configs["always:base"])
+    best_auc = max((a["value"] or 0.0 for a in aucs.values()), default=0.0)
+    return {
+        "best_pipeline": best,
+        "best_pipeline_has_coverage_of_always_base": best in eligible,
+        "selective_accuracy_minus_always_base": difference,
+        "selective_accuracy_separated": bool(difference["low"] is not None and difference["low"] > 0),
+        "best_pipeline_idk_unanswerable": pool[best]["idk_unanswerable"],
+        "idk_target_met": (pool[best]["idk_unanswerable"]["value"] or 0.0) >= IDK_TARGET,
+        "best_signal_auc": best_auc,
+        "auc_target_met": best_auc >= AUC_TARGET,
+    }
+
+
+def summarise(dev_rows: Sequence[dict], test_rows: Sequence[dict]) -> dict:
+    """Per test set: thresholds (from its dev rows), the table of every configuration, AUCs, curves, targets."""
+    out: dict = {"datasets": {}, "rows": {"dev": list(dev_rows), "test": list(test_rows)}}
+    for dataset in sorted({r["dataset"] for r in test_rows}):
+        test = [r for r in test_rows if r["dataset"] == dataset]
+        dev = [r for r in dev_rows if r["dataset"] == dataset]
+        thresholds = {s: youden_threshold(dev, s) for s in SIGNALS}
+        configs = configurations(thresholds)
+        table = {name: scores(test, [outcome(r, *c) for r in test]) for name, c in configs.items()}
+        aucs = {s: signal_auc(test, s) for s in SIGNALS}
+        out["datasets"][dataset] = {
+            "n": len(test),
+            "answerable": sum(r["answerable"] for r in test),
+            "dev_n": len(dev),
+            "closed_book_correct": proportion([r["closed_book"]["correct"] for r in test]).as_dict(),
+            "thresholds": {s: (t if math.isfinite(t) else str(t)) for s, t in thresholds.items()},
+            "configurations": {
+                n: {"policy": c[0], "threshold": _json_number(c[1]), "reader": c[2]} for n, c in configs.items()
+            },  # fmt: skip
+            "table": table,
+            "auc": aucs,
+            "curves": {
+                "closed_book": {s: closed_book_curve(test, s) for s in SIGNALS},
+                "pipeline": {
+                    f"{p}:{reader}": pipeline_curve(test, p, reader) for p in POLICY_SIGNAL for reader in READERS
+                },  # fmt: skip
+            },
+            "targets": targets(test, table, configs, aucs),
+        }
+    return out
+
+
+def _json_number(value):
+    return value if value is None or math.isfinite(value) else str(value)
+
+
+def example_questions() -> list[str]:
+    """The page's example questions and a few the small model may know without a page (the slider's set)."""
+    data = json.loads((ASSETS_DIR / "examples.json").read_text(encoding="utf-8"))
+    return [*MEMORY_QUESTIONS, *(item["question"] for item in data["in_corpus"]), *data["outside"]]
+
+
+def example_decisions(model, results: dict) -> list[dict]:
+    """Each example question's closed-book answer and P(<RET>), for the page's threshold slider."""
+    from raqa.when_to_retrieve.uncertainty import closed_book
+
+    out = []
+    for question in example_questions():
+        answer, signals = closed_book(model, question)
+        out.append({"question": question, "closed_book": answer, "p_ret": round(1.0 - signals["not_ret"], 4),
+                    "signals": {k: round(v, 4) for k, v in signals.items()}})  # fmt: skip
+    return out

@@ -1,0 +1,163 @@
+"""Pipeline events -> the "Both papers in one run" view, and the P(<RET>) slider's table. Everything is escaped.
+
+`PipelineView` shows the steps in order: the closed-book answer with its confidence signals, the decision
+(answer from memory, or retrieve), the iterative windows (the Ask tab's RunView renders them), and the ending:
+an answer from memory, an answer from a page, or "I don't know". `ret_examples_html` marks which example
+questions retrieve at a P(<RET>) threshold. It imports no UI toolkit, so its escaping is tested directly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from raqa.web.render import RunView, esc
+from raqa.when_to_retrieve.pipeline import (
+    IDK,
+    PIPELINE_TITLES,
+    ClosedBookAnswered,
+    PipelineEnded,
+    PipelineEvent,
+    RetrievalDecided,
+)
+from raqa.when_to_retrieve.uncertainty import SIGNAL_TITLES
+
+STEP_BADGES = {"memory": ("memory", "From memory"), "pages": ("answered", "From a page"), "none": ("none", IDK)}
+
+
+@dataclass
+class PipelineView:
+    question: str = ""
+    closed: ClosedBookAnswered | None = None
+    decision: RetrievalDecided | None = None
+    run: RunView = field(default_factory=lambda: RunView(title="Iterative windows"))
+    ended: PipelineEnded | None = None
+    reading: bool = False
+
+    def add(self, event: PipelineEvent) -> None:
+        if isinstance(event, ClosedBookAnswered):
+            self.closed = event
+        elif isinstance(event, RetrievalDecided):
+            self.decision = event
+            self.reading = event.retrieve
+        elif isinstance(event, PipelineEnded):
+            self.ended = event
+        else:
+            self.run.update(event)
+
+    def html(self) -> str:
+        steps = [self._closed_html(), self._decision_html()]
+        if self.decision is not None and self.decision.retrieve:
+            steps.append(f'<div class="raqa-pipe-step raqa-pipe-windows"><b>3. Read the windows</b>'
+                         f"{self.run.answer_html()}{self.run.windows_html()}</div>")  # fmt: skip
+        steps.append(self._ended_html())
+        done = str(self.ended is not None).lower()
+        question = f'<div class="raqa-meta">Question: <bdi>{esc(self.question)}</bdi></div>' if self.question else ""
+        return f'{question}<div class="raqa-pipeline" data-done="{done}">{"".join(steps)}</div>'
+
+    def _closed_html(self) -> str:
+        if self.closed is None:
+            return '<div class="raqa-pipe-step"><b>1. Answer closed-book</b> <span class="raqa-empty">thinking…</span></div>'
+        signals = "".join(
+            f"<li>{esc(SIGNAL_TITLES.get(name, name))}: {value:.3f}</li>" for name, value in self.closed.signals
+        )
+        answer = esc(self.closed.answer) or "<i>(empty reply)</i>"
+        return (
+            '<div class="raqa-pipe-step"><b>1. Answer closed-book</b> (the base model, no page): '
+            f'<bdi class="raqa-pipe-answer">{answer}</bdi>'
+            f"<details><summary>how sure it is (higher = surer)</summary><ul>{signals}</ul></details></div>"
+        )
+
+    def _decision_html(self) -> str:
+        if self.decision is None:
+            return ""
+        css, label = ("retrieved", "Retrieve") if self.decision.retrieve else ("memory", "Answer from memory")
+        return (
+            f'<div class="raqa-pipe-step" data-retrieve="{str(self.decision.retrieve).lower()}"><b>2. Decide</b> '
+            f'<span class="raqa-badge raqa-{css}">{label}</span> {esc(self.decision.reason)}</div>'
+        )
+
+    def _ended_html(self) -> str:
+        if self.ended is None:
+            return ""
+        css, label = STEP_BADGES[self.ended.source]
+        answer = esc(self.ended.answer) if self.ended.answer is not None else f"<i>{esc(IDK)}</i>"
+        return (
+            f'<div class="raqa-answer raqa-pipe-end" data-source="{esc(self.ended.source)}"><b>Answer</b> '
+            f'<span class="raqa-badge raqa-{css}">{esc(label)}</span> <bdi class="raqa-final-text">{answer}</bdi> '
+            f'<span class="raqa-meta">{esc(self.ended.reason)} · {self.ended.seconds:.1f} s</span></div>'
+        )
+
+
+def ret_examples_html(examples: Sequence[dict], threshold: float) -> str:
+    """Each example question's P(<RET>) against the threshold: retrieve at or above it, else answer from memory."""
+    if not examples:
+        return '<div class="raqa-empty">No example decisions committed yet: run python -m raqa eval-pipeline.</div>'
+    rows = []
+    for item in sorted(examples, key=lambda e: e["p_ret"]):
+        retrieve = item["p_ret"] >= threshold
+        css, label = ("retrieved", "Retrieve") if retrieve else ("memory", "From memory")
+        width = max(0.0, min(1.0, item["p_ret"])) * 100
+        rows.append(
+            f'<tr data-retrieve="{str(retrieve).lower()}"><td><bdi>{esc(item["question"])}</bdi></td>'
+            f'<td><div class="raqa-ret">{item["p_ret"]:.3f}<div class="raqa-ret-bar"><span style="width:{width:.1f}%">'
+            f'</span></div></div></td><td><span class="raqa-badge raqa-{css}">{label}</span></td>'
+            f'<td class="raqa-meta"><bdi>{esc(item.get("closed_book", ""))}</bdi></td></tr>'
+        )
+    retrieving = sum(e["p_ret"] >= threshold for e in examples)
+    return (
+        f'<div class="raqa-ret-examples" data-retrieving="{retrieving}"><b>At P(&lt;RET&gt;) ≥ {threshold:.2f}</b>: '
+        f"{retrieving} of {len(examples)} retrieve.<table><tr><th>question</th><th>P(&lt;RET&gt;)</th><th>decision"
+        f"</th><th>closed-book answer</th></tr>{''.join(rows)}</table></div>"
+    )
+
+
+def _pct(estimate: dict) -> str:
+    value = estimate.get("value")
+    if value is None or value != value:
+        return "–"
+    return f'{value:.1%} <span class="raqa-meta">[{estimate["low"]:.0%}, {estimate["high"]:.0%}]</span>'
+
+
+def _config_title(name: str) -> str:
+    parts = name.split(":")
+    if parts[0] == "closed_book":
+        return f"closed-book, answer only when {SIGNAL_TITLES[parts[1]]} ≥ threshold"
+    if parts[0] == "always":
+        return f"always retrieve, {parts[1]} reader"
+    if parts[0] == "pipeline":
+        return f"pipeline: {PIPELINE_TITLES[parts[1]]}, {parts[2]} reader"
+    return "never retrieve (closed-book)"
+
+
+def pipeline_summary(record: dict) -> str:
+    """The committed eval-pipeline record per test set: targets, AUCs, and every configuration's scores."""
+    out = []
+    for dataset, d in record["results"]["datasets"].items():
+        t = d["targets"]
+        aucs = ", ".join(
+            f"{esc(SIGNAL_TITLES[s])} {a['value']:.2f}" for s, a in d["auc"].items() if a["value"] is not None
+        )
+        rows = "".join(
+            f'<tr class="{"raqa-differs" if name == t["best_pipeline"] else ""}"><td>{esc(_config_title(name))}</td>'
+            f"<td>{_pct(s['coverage'])}</td><td>{_pct(s['accuracy'])}</td><td>{_pct(s['selective_accuracy'])}</td>"
+            f"<td>{_pct(s['idk_unanswerable'])}</td></tr>"
+            for name, s in d["table"].items()
+        )
+        diff = t["selective_accuracy_minus_always_base"]
+        gap = "–" if diff["value"] is None else f"{diff['value']:+.1%}"
+        if diff["value"] is not None and diff["low"] is not None:
+            gap += f" [{diff['low']:+.1%}, {diff['high']:+.1%}]"
+        lead = (
+            f"<b>{esc(dataset)}</b> test, n={d['n']} ({d['n'] - d['answerable']} with no answer in the corpus), "
+            f"thresholds from {d['dev_n']} dev questions; closed-book right on {_pct(d['closed_book_correct'])}. "
+            f"AUC against wrong closed-book answers: {aucs}. Best pipeline (marked): "
+            f"{esc(_config_title(t['best_pipeline']))}, accuracy among answered minus always-retrieve (base): "
+            f"{gap}."
+        )
+        out.append(
+            f'<details class="raqa-pipe-summary"><summary>{lead}</summary><table><tr><th>configuration</th>'
+            f"<th>coverage</th><th>accuracy</th><th>accuracy among answered</th><th>I don't know, no answer in "
+            f"corpus</th></tr>{rows}</table></details>"
+        )
+    return "".join(out)

@@ -1,0 +1,105 @@
+"""Browser tests of the When-to-retrieve tab's pipeline: a question runs closed-book, decides and reads windows
+step by step; the P(<RET>) slider switches example questions between retrieving and answering."""
+
+from __future__ import annotations
+
+import pytest
+from test_e2e import ROOT, _free_port, _fruit_pages, backend, browser  # noqa: F401 - the fixtures, shared
+from test_pipeline_eval import _rows
+
+from raqa.evaluation.pipeline_scores import summarise
+from raqa.evaluation.records import write
+
+pytestmark = pytest.mark.e2e
+EXAMPLES = [
+    {"question": "What is the capital of France?", "closed_book": "Paris", "p_ret": 0.12, "signals": {}},
+    {"question": "Who kept goal for <b>Lorient</b>?", "closed_book": "Someone", "p_ret": 0.64, "signals": {}},
+    {"question": "Who painted the Mona Lisa?", "closed_book": "Leonardo", "p_ret": 0.91, "signals": {}},
+]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory, backend):  # noqa: F811
+    from adapt_fakes import FakeAdaptModel, knows_paris
+
+    from raqa.config import AppConfig
+    from raqa.retrieval.index import BM25Index
+    from raqa.service import Service
+    from raqa.web.app import build_demo
+
+    results = tmp_path_factory.mktemp("results")
+    rows = _rows()
+    record = {**summarise([dict(r, split="dev") for r in rows], rows), "examples": EXAMPLES}
+    write("pipeline", "nq", record, {"command": "python -m raqa eval-pipeline (synthetic rows)"}, results)
+    pages = _fruit_pages()
+    service = Service(AppConfig(cache_dir=tmp_path_factory.mktemp("cache")), pages, BM25Index.build(pages), backend,
+                      "test corpus", {}, adapt=FakeAdaptModel(knows_paris))  # fmt: skip
+    demo = build_demo(service, results_dir=results)
+    port = _free_port()
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True,
+                css=(ROOT / "assets" / "style.css").read_text())  # fmt: skip
+    yield f"http://127.0.0.1:{port}"
+    demo.close()
+
+
+@pytest.fixture
+def tab(browser, server):  # noqa: F811
+    context = browser.new_context(viewport={"width": 1300, "height": 1600})
+    page = context.new_page()
+    page.goto(server, wait_until="networkidle")
+    page.get_by_role("tab", name="When to retrieve").click()
+    yield page
+    context.close()
+
+
+def _set_slider(page, elem_id: str, value: float) -> None:
+    box = page.locator(f"#{elem_id} input[type=number]")
+    box.fill(str(value))
+    box.press("Enter")
+
+
+def _decisions(page) -> dict[str, str]:
+    rows = page.locator("#raqa-ret-examples tr[data-retrieve]")
+    return {rows.nth(i).locator("td").first.inner_text(): rows.nth(i).get_attribute("data-retrieve")
+            for i in range(rows.count())}  # fmt: skip
+
+
+def test_the_ret_threshold_slider_switches_questions_between_retrieving_and_answering(tab):
+    tab.wait_for_selector('#raqa-ret-examples .raqa-ret-examples[data-retrieving="2"]', timeout=20000)
+    assert _decisions(tab) == {"What is the capital of France?": "false", "Who kept goal for <b>Lorient</b>?": "true",
+                               "Who painted the Mona Lisa?": "true"}  # fmt: skip
+    _set_slider(tab, "raqa-ret-threshold", 0.8)
+    tab.wait_for_selector('#raqa-ret-examples .raqa-ret-examples[data-retrieving="1"]', timeout=10000)
+    assert _decisions(tab)["Who kept goal for <b>Lorient</b>?"] == "false"  # switched to answering from memory
+    _set_slider(tab, "raqa-ret-threshold", 0.05)
+    tab.wait_for_selector('#raqa-ret-examples .raqa-ret-examples[data-retrieving="3"]', timeout=10000)
+    assert set(_decisions(tab).values()) == {"true"}
+    assert tab.locator("#raqa-ret-examples b b").count() == 0  # a question's markup is text
+
+
+def test_the_pipeline_answers_a_known_question_from_memory(tab):
+    tab.locator("#raqa-pipe-question textarea").fill("What is the capital of France?")
+    tab.locator("#raqa-pipe-run").click()
+    tab.wait_for_selector('#raqa-pipe-out .raqa-pipeline[data-done="true"]', timeout=30000)
+    end = tab.locator("#raqa-pipe-out .raqa-pipe-end")
+    assert end.get_attribute("data-source") == "memory" and "Paris" in end.inner_text()
+    assert tab.locator('#raqa-pipe-out [data-retrieve="false"]').count() == 1
+    assert tab.locator("#raqa-pipe-out .raqa-window").count() == 0
+
+
+def test_the_pipeline_retrieves_reads_windows_and_admits_ignorance(tab):
+    tab.locator("#raqa-pipe-question textarea").fill("apple orchard harvest")
+    tab.locator("#raqa-pipe-run").click()
+    tab.wait_for_selector("#raqa-pipe-out .raqa-window", timeout=30000)  # windows stream in before the end
+    assert tab.locator('#raqa-pipe-out .raqa-pipeline[data-done="false"]').count() == 1
+    tab.wait_for_selector('#raqa-pipe-out .raqa-pipeline[data-done="true"]', timeout=60000)
+    end = tab.locator("#raqa-pipe-out .raqa-pipe-end")
+    assert end.get_attribute("data-source") == "none" and "I don't know" in end.inner_text()
+    assert tab.locator('#raqa-pipe-out [data-retrieve="true"]').count() == 1
+
+
+def test_the_committed_evaluation_draws_its_figures(tab):
+    tab.wait_for_function("() => document.querySelectorAll('.raqa-pipe-figure .js-plotly-plot').length >= 3",
+                          timeout=30000)  # fmt: skip
+    assert "eval-pipeline" in tab.locator(".raqa-pipe-caption").first.inner_text()
+    assert "nq test, n=40" in tab.locator(".raqa-pipe-summary summary").first.inner_text()
