@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from raqa.evaluation.questions import QAItem
-from raqa.training.when_to_retrieve_data import Labelled, choose_context, data_summary, examples, label
+from raqa.training.when_to_retrieve_data import (
+    Labelled,
+    choose_context,
+    data_summary,
+    examples,
+    label,
+    read_labelled,
+)
 from raqa.when_to_retrieve.policies import RET
 
 ITEMS = [
@@ -87,3 +96,20 @@ def test_summary_reports_the_share_of_ret_targets_per_dataset(tiny_index):
     assert summary["by_dataset"]["triviaqa"]["ret_target_share"] == 1.0
     assert summary["ret_target_share"] == round(2 / 3, 4)
     assert summary["examples"] == {"adapt": 5, "never": 3, "always": 3}
+
+
+def test_class_balance_repeats_the_known_answers_so_ret_does_not_drown_them(tiny_index, tmp_path):
+    rows = _labelled(
+        tiny_index,
+        {ITEMS[0][1].question: "Edmund Hillary", ITEMS[1][1].question: "no idea", ITEMS[2][1].question: "Prado"},
+    )  # one known, two unknown: the known answer is taught twice, as often as <RET>
+    balanced = examples(rows, "adapt", balance=True)
+    parametric = [e.target for e in balanced if "If you need help" in e.messages[0]["content"]]
+    assert parametric.count("Edmund Hillary") == parametric.count(RET) == 2
+    assert examples(rows, "never", balance=True) == examples(rows, "never")  # only Adapt-LLM's data changes
+    path = tmp_path / "training_data.jsonl"
+    path.write_text("".join(json.dumps(r.as_dict()) + "\n" for r in rows))
+    assert read_labelled(path) == rows
+    path.write_text('{"question": 1}\n')
+    with pytest.raises(ValueError, match="line 1: not a labelled question"):
+        read_labelled(path)

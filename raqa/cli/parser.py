@@ -289,6 +289,9 @@ def _train_adapt(sub) -> None:
     adapt.add_argument("--seed", type=int, default=0)
     adapt.add_argument("--out", default="assets/adapt", help="folder for the three adapters and the data")
     adapt.add_argument("--cache", help="cache folder for the index and model (env RAQA_CACHE)")
+    adapt.add_argument("--balance", action="store_true", help="repeat known questions so <RET> does not drown them")
+    adapt.add_argument("--labels", help="a training_data.jsonl to train from instead of labelling again")
+    adapt.add_argument("--kinds", default="adapt,never,always", help="which adapters to train (comma-separated)")
     adapt.set_defaults(func=command("train:cmd_train_adapt"))
 
 

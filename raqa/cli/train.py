@@ -60,19 +60,30 @@ def cmd_train_adapt(args: argparse.Namespace) -> int:
         micro_batch=args.micro_batch,
         seed=args.seed,
     )
+    from raqa.training.when_to_retrieve_data import KINDS
+
+    kinds = tuple(k.strip() for k in args.kinds.split(",") if k.strip())
     try:
         if args.limit < 1:
             raise ValueError(f"--limit must be 1 or more, got {args.limit}.")
+        if not kinds or any(k not in KINDS for k in kinds):
+            raise ValueError(f"Invalid --kinds {args.kinds!r}. Choose from: {', '.join(KINDS)} (comma-separated).")
+        if args.labels and not Path(args.labels).is_file():
+            raise ValueError(f"--labels {args.labels}: no such file.")
         settings.check()
     except ValueError as e:
         return error(e)
+    extra = (" --balance" if args.balance else "") + (f" --labels {args.labels}" if args.labels else "")
+    if kinds != KINDS:
+        extra += f" --kinds {','.join(kinds)}"
     command = (
         f"python -m raqa train-adapt --limit {args.limit} --datasets {','.join(args.datasets)} "
         f"--epochs {args.epochs} --lr {args.lr} --rank {args.rank} --alpha {args.alpha} --batch {args.batch} "
-        f"--micro-batch {args.micro_batch} --seed {args.seed} --out {args.out}"
+        f"--micro-batch {args.micro_batch} --seed {args.seed} --out {args.out}{extra}"
     )
     result = train_adapt(
-        Path(args.out), args.limit, settings, _cache(args), command, datasets=tuple(args.datasets), say=say
-    )
+        Path(args.out), args.limit, settings, _cache(args), command, datasets=tuple(args.datasets), kinds=kinds,
+        say=say, balance=args.balance, labels=Path(args.labels) if args.labels else None,
+    )  # fmt: skip
     print(json.dumps({"wall_seconds": result["wall_seconds"], "data": result["data"]}, indent=1))
     return 0

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from raqa.training.lora import LoraSettings, TrainLog, encode, save, train
-from raqa.training.when_to_retrieve_data import KINDS, data_summary, examples, label
+from raqa.training.when_to_retrieve_data import KINDS, data_summary, examples, known_repeats, label, read_labelled
 from raqa.when_to_retrieve.model import CARD_FILE, GreedyModel
 
 TRAIN_DATASETS = ("nq", "triviaqa")
@@ -107,8 +107,11 @@ def train_adapt(
     datasets: tuple[str, ...] = TRAIN_DATASETS,
     kinds: tuple[str, ...] = KINDS,
     say: Callable[[str], None] = print,
+    balance: bool = False,
+    labels: Path | None = None,
 ) -> dict:
-    """Label `per_dataset` seeded dev questions of each dataset, then train and save each adapter kind."""
+    """Label `per_dataset` seeded dev questions of each dataset (or read them from labels, a training_data.jsonl),
+    then train and save each adapter kind; balance repeats Adapt-LLM's known questions (examples())."""
     from tqdm import tqdm
 
     from raqa.evaluation.questions import load_questions
@@ -123,9 +126,9 @@ def train_adapt(
     base = TransformersBackend.load(None, None, cache_dir, say)
     model = GreedyModel(base.model, base.tokenizer, base.name)
     items = [(d, item) for d in datasets for item in load_questions(d, "dev", limit=per_dataset, seed=settings.seed)]
-    labelled = []
-    with tqdm(total=len(items), desc="zero-shot labelling", unit="question") as bar:
-        for row in label(items, lambda m: model.generate(m, "base"), index, model.count_tokens):
+    labelled = read_labelled(labels) if labels else []
+    with tqdm(total=0 if labels else len(items), desc="zero-shot labelling", unit="question") as bar:
+        for row in [] if labels else label(items, lambda m: model.generate(m, "base"), index, model.count_tokens):
             labelled.append(row)
             bar.update(1)
             bar.set_postfix(known=sum(x.known for x in labelled))
@@ -137,7 +140,7 @@ def train_adapt(
     say(f"Labelled: {json.dumps(summary)}")
     cards = {}
     for kind in kinds:
-        chosen = examples(labelled, kind)
+        chosen = examples(labelled, kind, balance)
         with tqdm(total=len(chosen) * settings.epochs, desc=f"train {kind}", unit="example") as bar:
 
             def progress(done: int, stats: dict) -> None:
@@ -152,6 +155,7 @@ def train_adapt(
             "base_model": base.name,
             "command": command,
             "data": summary,
+            "class_balance": {"known_repeated": known_repeats(labelled)} if balance and kind == "adapt" else None,
             "lora": settings.card(),
             "training": {
                 "examples": len(chosen),

@@ -93,10 +93,26 @@ def label(
         )
 
 
-def examples(labelled: Sequence[Labelled], kind: str) -> list[Example]:
-    """The training examples of one adapter: 'adapt' (Algorithm 1), 'never' or 'always'."""
+def known_repeats(labelled: Sequence[Labelled]) -> int:
+    """How often each known question's answer example is repeated so that the parametric prompt's two targets
+    (the answer, <RET>) are taught about equally often: unknown / known, rounded, at least 1.
+
+    Example:
+        >>> rows = [Labelled("nq", str(i), "q", ("a",), "r", i < 2, "", "", None, False) for i in range(10)]
+        >>> known_repeats(rows)
+        4
+    """
+    known = sum(x.known for x in labelled)
+    return max(1, round((len(labelled) - known) / known)) if known else 1
+
+
+def examples(labelled: Sequence[Labelled], kind: str, balance: bool = False) -> list[Example]:
+    """The training examples of one adapter: 'adapt' (Algorithm 1), 'never' or 'always'. With balance, Adapt-LLM's
+    known questions are repeated (known_repeats) so that <RET> does not drown them (the examples stay in order:
+    the trainer shuffles)."""
     if kind not in KINDS:
         raise ValueError(f"Invalid adapter kind: {kind!r}. Choose from: {', '.join(KINDS)}.")
+    repeats = known_repeats(labelled) if balance and kind == "adapt" else 1
     out = []
     for x in labelled:
         gold = x.answers[0]
@@ -105,11 +121,26 @@ def examples(labelled: Sequence[Labelled], kind: str) -> list[Example]:
         elif kind == "always":
             out.append(Example(tuple(context_messages(x.question, x.context)), gold))
         elif x.known:
-            out.append(Example(tuple(parametric_messages(x.question)), gold))
+            out += [Example(tuple(parametric_messages(x.question)), gold)] * repeats
         else:
             out.append(Example(tuple(parametric_messages(x.question)), RET))
             out.append(Example(tuple(context_messages(x.question, x.context)), gold))
     return out
+
+
+def read_labelled(path) -> list[Labelled]:
+    """The labelled questions train-adapt wrote (training_data.jsonl), to train again without labelling again."""
+    import json
+    from pathlib import Path
+
+    rows = []
+    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        try:
+            data = json.loads(line)
+            rows.append(Labelled(**{**data, "answers": tuple(data["answers"])}))
+        except (json.JSONDecodeError, TypeError, KeyError) as e:
+            raise ValueError(f"{path}, line {n}: not a labelled question ({type(e).__name__}: {e}).") from None
+    return rows
 
 
 def data_summary(labelled: Sequence[Labelled]) -> dict:
