@@ -54,3 +54,14 @@ def test_token_meter_compares_the_run_with_top_k():
 def test_safe_turns_an_error_into_a_message_figure():
     figure = safe(score_by_rank, None, None)
     assert "could not be drawn" in figure.layout.annotations[0].text
+
+
+def test_a_message_figure_breaks_its_text_into_lines_a_phone_can_show():
+    import html
+
+    from raqa.web.figures_run import message_figure
+
+    text = message_figure("After a run: each retrieved page's BM25 score by rank, <b>coloured</b> by its verdict.")
+    lines = text.layout.annotations[0].text.split("<br>")
+    assert len(lines) >= 2 and all(len(html.unescape(line)) <= 38 for line in lines)
+    assert "<b>" not in text.layout.annotations[0].text  # text, not markup

@@ -199,7 +199,10 @@ def targets(rows: Sequence[dict], table: dict, configs: dict, aucs: dict) -> dic
     best = max(pool, key=lambda n: pool[n]["selective_accuracy"]["value"] or 0.0)
     difference = _selective_difference(rows, configs[best], configs["always:base"])
     best_auc = max((a["value"] or 0.0 for a in aucs.values()), default=0.0)
+    covering = {n: t for n, t in table.items() if t["coverage"]["value"] >= base_cov}
+    best_overall = max(covering, key=lambda n: covering[n]["selective_accuracy"]["value"] or 0.0)
     return {
+        "best_configuration_at_always_base_coverage": best_overall,
         "best_pipeline": best,
         "best_pipeline_has_coverage_of_always_base": best in eligible,
         "selective_accuracy_minus_always_base": difference,

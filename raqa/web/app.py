@@ -159,11 +159,13 @@ def build_demo(service: Service, recordings_dir: Path = RECORDINGS_DIR, results_
                 scores = gr.Plot(
                     message_figure("After a run: each retrieved page's BM25 score by rank, coloured by its verdict."),
                     label="BM25 score by rank",
+                    min_width=320,  # side by side on a wide page, one above the other on a phone
                     elem_id="raqa-scores",
                 )
                 meter = gr.Plot(
                     message_figure("After a run: the tokens it used, against one Top-K prompt over the same pages."),
                     label="Token meter",
+                    min_width=320,
                     elem_id="raqa-tokens",
                 )
             with gr.Accordion("All retrieved pages", open=False):

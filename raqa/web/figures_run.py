@@ -68,9 +68,15 @@ def token_meter(used_prompt: int, used_completion: int, topk_prompt: int, k: int
     return figure
 
 
-def message_figure(message: str) -> go.Figure:
+def message_figure(message: str, width: int = 38) -> go.Figure:
+    """A figure that only says something (what a chart will show, or why it cannot): the text broken into short
+    lines so that it fits a phone's width too."""
+    import html
+    import textwrap
+
     figure = go.Figure()
-    figure.add_annotation(text=message, x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False)
+    lines = "<br>".join(html.escape(line, quote=False) for line in textwrap.wrap(message, width)) or "&nbsp;"
+    figure.add_annotation(text=lines, x=0.5, y=0.5, xref="paper", yref="paper", showarrow=False, font_size=13)
     figure.update_layout(xaxis_visible=False, yaxis_visible=False, **_LAYOUT)
     return figure
 
