@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 from adapt_fakes import FakeAdaptModel, knows_paris
@@ -132,3 +133,37 @@ def test_summarise_scores_every_configuration_and_checks_the_targets():
     assert t["best_pipeline_has_coverage_of_always_base"] is True and t["best_pipeline"].endswith(":base")
     assert t["selective_accuracy_minus_always_base"]["value"] == 0.0 and t["selective_accuracy_separated"] is False
     json.dumps(out)  # the record is JSON as it stands
+
+
+COMMITTED = sorted((Path(__file__).parent.parent / "assets" / "results").glob("pipeline-*.json"))
+
+
+def _figures_draw(record: dict) -> None:
+    from raqa.web.figures_pipeline import FIGURES
+    from raqa.web.render_pipeline import pipeline_summary
+
+    for make in FIGURES.values():
+        figure = make(record)
+        assert figure.data and "could not be drawn" not in json.dumps(figure.layout.to_plotly_json())
+    assert "<table>" in pipeline_summary(record)
+
+
+def test_the_figures_draw_a_record():
+    rows = _rows()
+    _figures_draw({"results": summarise([dict(r, split="dev") for r in rows], rows)})
+
+
+@pytest.mark.parametrize("path", COMMITTED, ids=[p.stem for p in COMMITTED])
+def test_the_committed_record_is_what_its_rows_give(path):
+    record = json.loads(path.read_text(encoding="utf-8"))
+    assert record["command"].startswith("python -m raqa eval-pipeline") and record["code_version"]
+    rows = record["results"]["rows"]
+    again = summarise(rows["dev"], rows["test"])
+    for dataset, d in record["results"]["datasets"].items():
+        redone = again["datasets"][dataset]
+
+        def same(key: str, redone=redone, d=d) -> bool:  # as JSON: NaN (a share of nothing) equals itself there
+            return json.dumps(redone[key], sort_keys=True) == json.dumps(d[key], sort_keys=True)
+
+        assert d["n"] >= 300 and same("table") and same("auc") and same("targets")
+    _figures_draw(record)

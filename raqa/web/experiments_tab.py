@@ -12,6 +12,7 @@ import gradio as gr
 
 from raqa.evaluation.records import load_results
 from raqa.web.figures_experiments import FIGURES as RESULT_FIGURES
+from raqa.web.figures_pipeline import risk_coverage_figure
 from raqa.web.figures_run import safe
 from raqa.web.figures_when_to_retrieve import accuracy_figure
 from raqa.web.render import esc
@@ -25,8 +26,9 @@ EXPERIMENT_ORDER = [
     "reading_defaults",
     "reader_comparison",
     "when_to_retrieve",
+    "pipeline",
 ]
-FIGURES = {**RESULT_FIGURES, "when_to_retrieve": accuracy_figure}
+FIGURES = {**RESULT_FIGURES, "when_to_retrieve": accuracy_figure, "pipeline": risk_coverage_figure}
 
 
 def experiment_caption(record: dict, css: str = "raqa-caption") -> str:
