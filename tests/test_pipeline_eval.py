@@ -132,6 +132,9 @@ def test_summarise_scores_every_configuration_and_checks_the_targets():
     # they answer the same 20 of 40 right as it does, so nothing separates them
     assert t["best_pipeline_has_coverage_of_always_base"] is True and t["best_pipeline"].endswith(":base")
     assert t["selective_accuracy_minus_always_base"]["value"] == 0.0 and t["selective_accuracy_separated"] is False
+    # the best pipeline that can say "I don't know" (the judge's): 20 right of 25 answered against 20 of 40
+    assert t["best_abstaining_pipeline"].endswith(":base+judge")
+    assert t["best_abstaining_minus_always_base"]["value"] == pytest.approx(0.8 - 0.5)
     json.dumps(out)  # the record is JSON as it stands
 
 

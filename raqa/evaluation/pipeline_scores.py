@@ -199,6 +199,9 @@ def targets(rows: Sequence[dict], table: dict, configs: dict, aucs: dict) -> dic
     best = max(pool, key=lambda n: pool[n]["selective_accuracy"]["value"] or 0.0)
     difference = _selective_difference(rows, configs[best], configs["always:base"])
     best_auc = max((a["value"] or 0.0 for a in aucs.values()), default=0.0)
+    # the judge's pipelines can say "I don't know"; at the base reader's full coverage nothing can
+    abstaining = {n: t for n, t in pipelines.items() if n.endswith(":base+judge")}
+    best_abstaining = max(abstaining, key=lambda n: abstaining[n]["selective_accuracy"]["value"] or 0.0)
     covering = {n: t for n, t in table.items() if t["coverage"]["value"] >= base_cov}
     best_overall = max(covering, key=lambda n: covering[n]["selective_accuracy"]["value"] or 0.0)
     return {
@@ -209,6 +212,10 @@ def targets(rows: Sequence[dict], table: dict, configs: dict, aucs: dict) -> dic
         "selective_accuracy_separated": bool(difference["low"] is not None and difference["low"] > 0),
         "best_pipeline_idk_unanswerable": pool[best]["idk_unanswerable"],
         "idk_target_met": (pool[best]["idk_unanswerable"]["value"] or 0.0) >= IDK_TARGET,
+        "best_abstaining_pipeline": best_abstaining,
+        "best_abstaining_minus_always_base": _selective_difference(
+            rows, configs[best_abstaining], configs["always:base"]
+        ),  # fmt: skip
         "best_signal_auc": best_auc,
         "auc_target_met": best_auc >= AUC_TARGET,
     }

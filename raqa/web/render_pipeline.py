@@ -119,6 +119,14 @@ def _pct(estimate: dict) -> str:
     return f'{value:.1%} <span class="raqa-meta">[{estimate["low"]:.0%}, {estimate["high"]:.0%}]</span>'
 
 
+def _signed(diff: dict) -> str:
+    """A difference of shares with its interval: +3.1% [-1.0%, +7.2%]."""
+    if diff.get("value") is None:
+        return "–"
+    interval = f" [{diff['low']:+.1%}, {diff['high']:+.1%}]" if diff.get("low") is not None else ""
+    return f"{diff['value']:+.1%}{interval}"
+
+
 def _config_title(name: str) -> str:
     parts = name.split(":")
     if parts[0] == "closed_book":
@@ -145,15 +153,14 @@ def pipeline_summary(record: dict) -> str:
             for name, s in d["table"].items()
         )
         diff = t["selective_accuracy_minus_always_base"]
-        gap = "–" if diff["value"] is None else f"{diff['value']:+.1%}"
-        if diff["value"] is not None and diff["low"] is not None:
-            gap += f" [{diff['low']:+.1%}, {diff['high']:+.1%}]"
+        gap = _signed(diff)
         lead = (
             f"<b>{esc(dataset)}</b> test, n={d['n']} ({d['n'] - d['answerable']} with no answer in the corpus), "
             f"thresholds from {d['dev_n']} dev questions; closed-book right on {_pct(d['closed_book_correct'])}. "
             f"AUC against wrong closed-book answers: {aucs}. Best pipeline (marked): "
             f"{esc(_config_title(t['best_pipeline']))}, accuracy among answered minus always-retrieve (base): "
-            f"{gap}."
+            f"{gap}. Best that can say I don't know: {esc(_config_title(t['best_abstaining_pipeline']))}, "
+            f"{_signed(t['best_abstaining_minus_always_base'])}."
         )
         out.append(
             f'<details class="raqa-pipe-summary"><summary>{lead}</summary><table><tr><th>configuration</th>'
