@@ -32,8 +32,10 @@ def risk_coverage_figure(record: dict, reader: str = "base+judge") -> go.Figure:
             figure.add_scatter(x=curve["coverage"], y=curve["risk"], mode="lines", line=dict(color=colour, width=1),
                                name=f"closed-book, {SIGNAL_TITLES[signal]} (AURC {curve['aurc']})", legendgroup=signal,
                                showlegend=col == 1, opacity=0.6, row=1, col=col)  # fmt: skip
-        best = d["targets"]["best_pipeline"].split(":")[1]
-        for policy in dict.fromkeys(["adapt", best]):
+        best = [
+            d["targets"][k].split(":")[1] for k in ("best_pipeline", "best_abstaining_pipeline") if k in d["targets"]
+        ]
+        for policy in dict.fromkeys(["adapt", *best]):
             curve = d["curves"]["pipeline"].get(f"{policy}:{reader}")
             if curve:
                 figure.add_scatter(x=curve["coverage"], y=curve["risk"], mode="lines+markers", marker=dict(size=4),
@@ -56,7 +58,8 @@ def auc_figure(record: dict) -> go.Figure:
         estimates = [d["auc"][s] for s in signals]
         figure.add_bar(x=[SIGNAL_TITLES[s] for s in signals], y=[e["value"] for e in estimates],
                        error_y=_errors([e if e["low"] is not None else {"value": None} for e in estimates]),
-                       name=f"{name} (n={d['n']}, {estimates[0]['wrong']} wrong)", marker_color=colour)  # fmt: skip
+                       name=f"{name} (n={d['n']}, {estimates[0]['wrong']} wrong)", marker_color=colour,
+                       showlegend=True)  # fmt: skip
     figure.add_hline(y=0.7, line_dash="dash", annotation_text="target 0.70")
     figure.add_hline(y=0.5, line_dash="dot", annotation_text="chance")
     figure.update_yaxes(range=[0, 1], title_text="AUC (wrong closed-book answers)")

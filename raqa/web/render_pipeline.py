@@ -22,7 +22,7 @@ from raqa.when_to_retrieve.pipeline import (
 )
 from raqa.when_to_retrieve.uncertainty import SIGNAL_TITLES
 
-STEP_BADGES = {"memory": ("memory", "From memory"), "pages": ("answered", "From a page"), "none": ("none", IDK)}
+STEP_BADGES = {"memory": ("memory", "From memory"), "pages": ("answered", "From a page"), "none": ("idk", IDK)}
 
 
 @dataclass
@@ -46,11 +46,11 @@ class PipelineView:
             self.run.update(event)
 
     def html(self) -> str:
-        steps = [self._closed_html(), self._decision_html()]
+        # the ending goes above the windows once it is known, as the Ask tab puts its answer above its windows
+        steps = [self._closed_html(), self._decision_html(), self._ended_html()]
         if self.decision is not None and self.decision.retrieve:
             steps.append(f'<div class="raqa-pipe-step raqa-pipe-windows"><b>3. Read the windows</b>'
                          f"{self.run.answer_html()}{self.run.windows_html()}</div>")  # fmt: skip
-        steps.append(self._ended_html())
         done = str(self.ended is not None).lower()
         question = f'<div class="raqa-meta">Question: <bdi>{esc(self.question)}</bdi></div>' if self.question else ""
         return f'{question}<div class="raqa-pipeline" data-done="{done}">{"".join(steps)}</div>'
