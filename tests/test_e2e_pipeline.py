@@ -65,6 +65,7 @@ def _decisions(page) -> dict[str, str]:
 
 
 def test_the_ret_threshold_slider_switches_questions_between_retrieving_and_answering(tab):
+    _set_slider(tab, "raqa-ret-threshold", 0.5)
     tab.wait_for_selector('#raqa-ret-examples .raqa-ret-examples[data-retrieving="2"]', timeout=20000)
     assert _decisions(tab) == {"What is the capital of France?": "false", "Who kept goal for <b>Lorient</b>?": "true",
                                "Who painted the Mona Lisa?": "true"}  # fmt: skip

@@ -102,7 +102,7 @@ def pipeline_view(service: Service, record: dict | None, examples: list[str]) ->
             "reads the probability that Adapt-LLM's reply starts with &lt;RET&gt;; a threshold on it decides. Each "
             "example's probability was measured by eval-pipeline; move the slider to see which questions switch "
             "between retrieving and answering from memory.</p>")  # fmt: skip
-    slider = gr.Slider(0, 1, value=DEFAULT_RET_THRESHOLD, step=0.01, label="P(<RET>) threshold",
+    slider = gr.Slider(0, 1, value=tuned["adapt"], step=0.01, label="P(<RET>) threshold",
                        info="Retrieve when P(<RET>) is at or above it.", elem_id="raqa-ret-threshold")  # fmt: skip
-    table = gr.HTML(ret_examples_html(decided, DEFAULT_RET_THRESHOLD), elem_id="raqa-ret-examples")
+    table = gr.HTML(ret_examples_html(decided, tuned["adapt"]), elem_id="raqa-ret-examples")
     slider.change(lambda t: ret_examples_html(decided, float(t)), [slider], [table], api_name=False, queue=False)
