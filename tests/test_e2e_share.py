@@ -191,12 +191,16 @@ def test_run_b_with_settings_of_my_choice_runs_beside_a(page):  # noqa: F811
     page.wait_for_selector("#raqa-run-b", state="hidden", timeout=10000)
 
 
-def test_the_live_benchmark_fills_its_table_with_progress_and_a_csv(page):  # noqa: F811
-    page.get_by_role("tab", name="Try a benchmark").click()
-    box = page.locator("#raqa-bench-n input[type=number]")
-    box.fill("2")
+def _start_benchmark(tab, questions: int) -> None:
+    tab.get_by_role("tab", name="Try a benchmark").click()
+    box = tab.locator("#raqa-bench-n input[type=number]")
+    box.fill(str(questions))
     box.press("Enter")
-    page.locator("#raqa-bench-run").click()
+    tab.locator("#raqa-bench-run").click()
+
+
+def test_the_live_benchmark_fills_its_table_with_progress_and_a_csv(page):  # noqa: F811
+    _start_benchmark(page, 2)
     page.wait_for_selector('.raqa-bench-progress[data-done="2"]', timeout=60000)
     page.wait_for_selector("#raqa-bench-csv", state="visible", timeout=20000)
     # the table's rows are drawn lazily (a virtual list), so its content is read from the CSV it offers
@@ -212,11 +216,7 @@ def test_stop_ends_the_live_benchmark(recorded_tab):
     import time
 
     tab = recorded_tab
-    tab.get_by_role("tab", name="Try a benchmark").click()
-    box = tab.locator("#raqa-bench-n input[type=number]")
-    box.fill("40")
-    box.press("Enter")
-    tab.locator("#raqa-bench-run").click()
+    _start_benchmark(tab, 40)
     tab.wait_for_selector('.raqa-bench-progress[data-total="40"][data-done="2"]', timeout=60000)
     tab.locator("#raqa-bench-stop").click()
     time.sleep(3.0)  # the question being read (two scripted windows at most) may still finish

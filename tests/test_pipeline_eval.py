@@ -8,9 +8,8 @@ import math
 from pathlib import Path
 
 import pytest
-from adapt_fakes import FakeAdaptModel, knows_paris
+from test_pipeline import service  # noqa: F401 - the scripted service, shared
 
-from raqa.config import AppConfig
 from raqa.evaluation.pipeline_rows import dev_row, interleave, make_rows, question_row
 from raqa.evaluation.pipeline_scores import (
     closed_book_curve,
@@ -21,24 +20,10 @@ from raqa.evaluation.pipeline_scores import (
     youden_threshold,
 )
 from raqa.evaluation.questions import QAItem
-from raqa.models.scripted import ScriptedBackend
-from raqa.service import Service
 from raqa.when_to_retrieve.uncertainty import SIGNALS, closed_book
 
 
-def _reader(messages) -> str:
-    if "Tenzing" in messages[-1]["content"]:
-        return "ANSWER: Edmund Hillary\nPAGE: p2\nSENTENCE: 3"
-    return "NOT FOUND"
-
-
-@pytest.fixture
-def service(tmp_path, tiny_pages, tiny_index):
-    return Service(AppConfig(cache_dir=tmp_path), tiny_pages, tiny_index, ScriptedBackend(_reader), "tiny", {},
-                   adapt=FakeAdaptModel(knows_paris))  # fmt: skip
-
-
-def test_a_test_row_holds_the_closed_book_part_and_each_readers_ending(service):
+def test_a_test_row_holds_the_closed_book_part_and_each_readers_ending(service):  # noqa: F811
     model = service.adapt
     readers = {name: (lambda q: service.events(service.plan(q, k=5))) for name in ("base", "base+judge")}
     item = QAItem("q1", "Who first climbed Mount Everest with Tenzing Norgay?", ("Edmund Hillary",))
@@ -51,7 +36,7 @@ def test_a_test_row_holds_the_closed_book_part_and_each_readers_ending(service):
     assert sum(1 for prompt, adapter, _ in model.calls if prompt.startswith("Answer the question Q. Q:")) == 1
 
 
-def test_rows_are_appended_as_made_and_an_interrupted_run_resumes(service, tmp_path):
+def test_rows_are_appended_as_made_and_an_interrupted_run_resumes(service, tmp_path):  # noqa: F811
     path = tmp_path / "rows.jsonl"
     items = [QAItem(f"q{i}", q, ("Paris",)) for i, q in enumerate(["What is the capital of France?", "Hm?"])]
     work = interleave({"nq": items[:1], "triviaqa": items[1:]}, "dev")
