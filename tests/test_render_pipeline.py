@@ -19,6 +19,8 @@ def test_steps_render_in_order_and_escaped():
     assert "<img" not in html and "&lt;img" in html
     assert html.index("1. Answer closed-book") < html.index("2. Decide") < html.index("raqa-pipe-end")
     assert 'data-source="memory"' in html and 'data-done="true"' in html and "3. Read the windows" not in html
+    # a memory answer is checked against no page: never the green badge of a supported answer
+    assert "From memory, unchecked" in html and "raqa-unchecked" in html and "raqa-answered" not in html
 
 
 def test_i_dont_know_is_said_in_words():

@@ -22,7 +22,12 @@ from raqa.when_to_retrieve.pipeline import (
 )
 from raqa.when_to_retrieve.uncertainty import SIGNAL_TITLES
 
-STEP_BADGES = {"memory": ("memory", "From memory"), "pages": ("answered", "From a page"), "none": ("idk", IDK)}
+# subtle: a memory answer is checked against nothing, so its badge is amber, never the green of a page's support
+STEP_BADGES = {
+    "memory": ("unchecked", "From memory, unchecked"),
+    "pages": ("answered", "From a page that supports it"),
+    "none": ("idk", IDK),
+}
 
 
 @dataclass
