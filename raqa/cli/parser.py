@@ -92,36 +92,10 @@ def build_parser() -> argparse.ArgumentParser:
         add(sub)
     _train_judge(sub)
     _record(sub)
-    _pipeline(sub)
+    from raqa.cli.parser_pipeline import add_pipeline_verbs  # imports this module's helpers
+
+    add_pipeline_verbs(sub)
     return parser
-
-
-def _pipeline(sub) -> None:
-    from raqa.when_to_retrieve.pipeline import DEFAULT_RET_THRESHOLD, PIPELINE_POLICIES
-
-    one = sub.add_parser(
-        "pipeline", help="both papers in one run: closed-book, decide, read windows, or 'I don't know'"
-    )
-    one.add_argument("question")
-    one.add_argument("--policy", default="adapt", help=f"{' | '.join(PIPELINE_POLICIES)} (default adapt)")
-    one.add_argument("--threshold", type=float, default=DEFAULT_RET_THRESHOLD,
-                     help="adapt: retrieve when P(<RET>) >= this; a signal: retrieve when its confidence is below it")  # fmt: skip
-    one.add_argument("--order", default="forward", help="forward | backward")
-    one.add_argument("--window", default=RunSettings.window, help="pages per window, 1-20")
-    one.add_argument("--k", default=RunSettings.k, help="pages retrieved, 5-100")
-    one.add_argument("--json", action="store_true", help="one JSON object per event")
-    add_reader_option(one)
-    add_corpus_options(one)
-    one.set_defaults(func=command("pipeline:cmd_pipeline"))
-    evaluate = sub.add_parser("eval-pipeline", help="every decision policy and reader, with abstention, on test")
-    evaluate.add_argument("--datasets", type=dataset_list, default=["nq", "triviaqa"], help="comma-separated")
-    evaluate.add_argument("--limit", type=int, default=300, help="test questions per dataset (seeded sample)")
-    evaluate.add_argument("--dev", type=int, default=60, help="dev questions per dataset to choose thresholds on")
-    evaluate.add_argument("--seed", type=int, default=0)
-    evaluate.add_argument("--rows", help="the resumable JSONL of rows (default RAQA_CACHE/eval-pipeline/rows.jsonl)")
-    evaluate.add_argument("--out", help="folder for the result JSON (default assets/results)")
-    add_corpus_options(evaluate)
-    evaluate.set_defaults(func=command("pipeline:cmd_eval_pipeline"))
 
 
 def _ask(sub) -> None:

@@ -12,7 +12,7 @@ import gradio as gr
 
 from raqa.evaluation.records import load_results
 from raqa.web.figures_experiments import FIGURES as RESULT_FIGURES
-from raqa.web.figures_pipeline import risk_coverage_figure
+from raqa.web.figures_pipeline import ret_signal_figure, risk_coverage_figure
 from raqa.web.figures_run import safe
 from raqa.web.figures_when_to_retrieve import accuracy_figure
 from raqa.web.render import esc
@@ -27,8 +27,14 @@ EXPERIMENT_ORDER = [
     "reader_comparison",
     "when_to_retrieve",
     "pipeline",
+    "ret_signal",
 ]
-FIGURES = {**RESULT_FIGURES, "when_to_retrieve": accuracy_figure, "pipeline": risk_coverage_figure}
+FIGURES = {
+    **RESULT_FIGURES,
+    "when_to_retrieve": accuracy_figure,
+    "pipeline": risk_coverage_figure,
+    "ret_signal": ret_signal_figure,
+}
 
 
 def experiment_caption(record: dict, css: str = "raqa-caption") -> str:

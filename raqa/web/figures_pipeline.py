@@ -90,4 +90,30 @@ def operating_points_figure(record: dict) -> go.Figure:
     return figure
 
 
+def ret_signal_figure(record: dict) -> go.Figure:
+    """Two Adapt-LLM adapters' P(<RET>) on each test set's questions, split by whether the closed-book answer
+    was right (compare-ret's record): an informative P(<RET>) puts the wrong ones higher."""
+    results = record["results"]
+    tests = [name for name in results["groups"] if name.startswith("test:")]
+    titles = []
+    for name in tests:
+        auc = results["groups"][name]["auc"]
+        titles.append(f"{name[5:]}: AUC {auc['current']['value']} (current) vs {auc['candidate']['value']} (candidate)")
+    figure = make_subplots(rows=1, cols=len(tests), shared_yaxes=True, subplot_titles=titles)
+    kinds = {False: ("closed-book answer right", "#1a7f37"), True: ("closed-book answer wrong", "#cf222e")}
+    for col, name in enumerate(tests, start=1):
+        questions = results["questions"][name]
+        for needs, (label, colour) in kinds.items():
+            chosen = [q for q in questions if q["needs_retrieval"] is needs]
+            figure.add_box(x=["current"] * len(chosen) + ["candidate"] * len(chosen),
+                           y=[q["current"] for q in chosen] + [q["candidate"] for q in chosen],
+                           name=f"{label}", marker_color=colour, boxpoints="all", jitter=0.4, pointpos=0,
+                           marker=dict(size=3, opacity=0.5), legendgroup=label, showlegend=col == 1,
+                           row=1, col=col)  # fmt: skip
+    figure.update_yaxes(title_text="P(<RET>)", range=[0, 1], col=1)
+    figure.update_layout(title="P(<RET>) of two Adapt-LLM adapters: higher on wrong answers is what helps",
+                         boxmode="group", **_LAYOUT)  # fmt: skip
+    return figure
+
+
 FIGURES = {"risk_coverage": risk_coverage_figure, "auc": auc_figure, "operating_points": operating_points_figure}

@@ -173,3 +173,30 @@ def pipeline_summary(record: dict) -> str:
             f"corpus</th></tr>{rows}</table></details>"
         )
     return "".join(out)
+
+
+def ret_signal_summary(record: dict) -> str:
+    """compare-ret's record in a sentence per test set: each adapter's AUC and the paired difference."""
+    results = record["results"]
+    made_by = (record.get("adapters") or {}).get("candidate") or "?"
+    verdict = (
+        "ranks wrong closed-book answers better on every test set"
+        if results["candidate_higher_on_every_test_set"]
+        else "does not rank wrong closed-book answers better on every test set"
+    )
+    parts = []
+    for name, group in results["groups"].items():
+        auc, spread = group["auc"], group["spread"]
+        diff = auc["difference"]
+        interval = f" [{diff['low']:+.3f}, {diff['high']:+.3f}]" if diff.get("low") is not None else ""
+        change = f"{diff['value']:+.3f}{interval}" if diff.get("value") is not None else "–"
+        parts.append(
+            f"<li><b>{esc(name)}</b> (n={auc['n']}, {auc['needs_retrieval']} needing retrieval): AUC "
+            f"{auc['current']['value']} → {auc['candidate']['value']}, difference {change}; P(&lt;RET&gt;) median "
+            f"{spread['current']['median']} → {spread['candidate']['median']}, "
+            f"≥ 0.5 on {spread['current']['at_or_above_half']:.0%} → {spread['candidate']['at_or_above_half']:.0%}</li>"
+        )
+    return (
+        f'<details class="raqa-pipe-summary"><summary><b>Class-balanced Adapt-LLM (one attempt)</b>: the candidate '
+        f"adapter ({esc(made_by)}) {verdict}.</summary><ul>{''.join(parts)}</ul></details>"
+    )

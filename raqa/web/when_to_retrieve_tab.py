@@ -18,10 +18,11 @@ from raqa.service import NO_ADAPT_MODEL, Service
 from raqa.web.examples import load_examples
 from raqa.web.experiments_tab import experiment_caption
 from raqa.web.figures_pipeline import FIGURES as PIPELINE_FIGURES
+from raqa.web.figures_pipeline import ret_signal_figure
 from raqa.web.figures_run import safe
 from raqa.web.figures_when_to_retrieve import FIGURES as ROUTE_FIGURES
 from raqa.web.pipeline_tab import pipeline_view
-from raqa.web.render_pipeline import pipeline_summary
+from raqa.web.render_pipeline import pipeline_summary, ret_signal_summary
 from raqa.web.render_when_to_retrieve import RouteView, evaluation_summary, message_html
 from raqa.when_to_retrieve.policies import POLICIES
 
@@ -69,6 +70,15 @@ def route_view(service: Service, results_dir: Path | None = None):
         gr.HTML(experiment_caption(record, "raqa-pipe-caption"))
     if not pipeline_records:
         gr.HTML('<div class="raqa-empty">No pipeline evaluation committed yet: run python -m raqa eval-pipeline.</div>')
+    for stem, record in [
+        (s, r) for s, r in results.items() if r.get("experiment") == "ret_signal" and "error" not in r
+    ]:
+        try:
+            gr.HTML(ret_signal_summary(record))
+        except (KeyError, TypeError) as e:
+            gr.HTML(message_html(f"The adapter comparison could not be read: {type(e).__name__}: {e}"))
+        gr.Plot(safe(ret_signal_figure, record), elem_classes=["raqa-pipe-figure"], elem_id=f"raqa-pipe-ret-{stem}")
+        gr.HTML(experiment_caption(record, "raqa-pipe-caption"))
     gr.HTML('<h3 class="raqa-section">Each policy on its own (Adapt-LLM, NR-LLM, AR-LLM)</h3>')
     gr.HTML(
         '<p class="raqa-meta">Adapt-LLM is the same model with a LoRA adapter trained to answer from memory when '

@@ -1,0 +1,46 @@
+"""The grammar of the verbs that join both papers: `pipeline`, `eval-pipeline` and `compare-ret`.
+
+Kept apart from parser.py (which calls add_pipeline_verbs) so that each grammar module stays short.
+"""
+
+from __future__ import annotations
+
+from raqa.cli.parser import add_corpus_options, add_reader_option, command, dataset_list
+from raqa.config import RunSettings
+
+
+def add_pipeline_verbs(sub) -> None:
+    from raqa.when_to_retrieve.pipeline import DEFAULT_RET_THRESHOLD, PIPELINE_POLICIES
+
+    one = sub.add_parser(
+        "pipeline", help="both papers in one run: closed-book, decide, read windows, or 'I don't know'"
+    )
+    one.add_argument("question")
+    one.add_argument("--policy", default="adapt", help=f"{' | '.join(PIPELINE_POLICIES)} (default adapt)")
+    one.add_argument("--threshold", type=float, default=DEFAULT_RET_THRESHOLD,
+                     help="adapt: retrieve when P(<RET>) >= this; a signal: retrieve when its confidence is below it")  # fmt: skip
+    one.add_argument("--order", default="forward", help="forward | backward")
+    one.add_argument("--window", default=RunSettings.window, help="pages per window, 1-20")
+    one.add_argument("--k", default=RunSettings.k, help="pages retrieved, 5-100")
+    one.add_argument("--json", action="store_true", help="one JSON object per event")
+    add_reader_option(one)
+    add_corpus_options(one)
+    one.set_defaults(func=command("pipeline:cmd_pipeline"))
+    evaluate = sub.add_parser("eval-pipeline", help="every decision policy and reader, with abstention, on test")
+    evaluate.add_argument("--datasets", type=dataset_list, default=["nq", "triviaqa"], help="comma-separated")
+    evaluate.add_argument("--limit", type=int, default=300, help="test questions per dataset (seeded sample)")
+    evaluate.add_argument("--dev", type=int, default=60, help="dev questions per dataset to choose thresholds on")
+    evaluate.add_argument("--seed", type=int, default=0)
+    evaluate.add_argument("--rows", help="the resumable JSONL of rows (default RAQA_CACHE/eval-pipeline/rows.jsonl)")
+    evaluate.add_argument("--out", help="folder for the result JSON (default assets/results)")
+    add_corpus_options(evaluate)
+    evaluate.set_defaults(func=command("pipeline:cmd_eval_pipeline"))
+    ret = sub.add_parser("compare-ret", help="is a candidate Adapt-LLM adapter's P(<RET>) more informative?")
+    ret.add_argument("--candidate", required=True, help="the candidate adapt adapter's folder")
+    ret.add_argument("--current", default="assets/adapt/adapt", help="the adapter it is compared with")
+    ret.add_argument("--record", default="assets/results/pipeline-nq+triviaqa.json", help="the pipeline record")
+    ret.add_argument("--training", default="assets/adapt/training_data.jsonl", help="Algorithm 1's questions")
+    ret.add_argument("--out", help="folder for the result JSON (default assets/results)")
+    ret.add_argument("--update-record", action="store_true", help="rescore the pipeline record with the candidate")
+    ret.add_argument("--cache", help="cache folder for the model (env RAQA_CACHE)")
+    ret.set_defaults(func=command("ret_signal:cmd_compare_ret"))

@@ -1,0 +1,135 @@
+"""`compare-ret`: measure a candidate Adapt-LLM adapter's P(<RET>) against the current one's on the pipeline
+record's questions (evaluation/ret_signal.py), and write the comparison as a result record.
+
+With --update-record the pipeline record is scored again with the candidate's P(<RET>) in every row (nothing
+else in a row depends on the adapter: the closed-book answer, its other signals and the readers' endings are the
+base model's), and the examples' P(<RET>) for the page's slider are measured again. Use it when the candidate has
+replaced the adapter under assets/adapt/adapt.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+from raqa.cli.output import counter_bar, error, say
+from raqa.evaluation import records
+
+CURRENT_NAME = "current"
+CANDIDATE_NAME = "adapt"  # the name the pipeline's adapt policy asks for, so --update-record can reuse it
+
+
+def _check(args: argparse.Namespace) -> dict:
+    """The record, after checking every path; ValueError saying what is wrong."""
+    for label, folder in (("--candidate", args.candidate), ("--current", args.current)):
+        if not (Path(folder) / "adapter_config.json").is_file():
+            raise ValueError(f"{label} {folder}: not a peft adapter folder (no adapter_config.json).")
+    if not Path(args.training).is_file():
+        raise ValueError(f"--training {args.training}: no such file.")
+    try:
+        record = json.loads(Path(args.record).read_text(encoding="utf-8"))
+        rows = record["results"]["rows"]
+        if not rows["test"] or not rows["dev"]:
+            raise KeyError("rows")
+    except (OSError, json.JSONDecodeError, KeyError, TypeError) as e:
+        raise ValueError(f"--record {args.record}: not a pipeline record with dev and test rows ({e}).") from None
+    return record
+
+
+def _load(args: argparse.Namespace):
+    from peft import PeftModel
+
+    from raqa.models.local import TransformersBackend, peft_loading
+    from raqa.when_to_retrieve.model import GreedyModel
+
+    cache = Path(args.cache) if args.cache else None
+    base = TransformersBackend.load(None, None, cache, say)
+    with peft_loading():
+        model = PeftModel.from_pretrained(base.model, args.current, adapter_name=CURRENT_NAME)
+        model.load_adapter(args.candidate, adapter_name=CANDIDATE_NAME)
+    return GreedyModel(model, base.tokenizer, f"{base.name} + Adapt-LLM adapters")
+
+
+def cmd_compare_ret(args: argparse.Namespace) -> int:
+    from raqa.evaluation.ret_signal import compare, ret_probabilities
+    from raqa.training.when_to_retrieve_data import read_labelled
+
+    try:
+        record = _check(args)
+        training = read_labelled(args.training)
+    except ValueError as e:
+        return error(e)
+    start = time.perf_counter()
+    model = _load(args)
+    rows = record["results"]["rows"]
+    sets = sorted({r["dataset"] for r in rows["test"]})
+    groups: dict[str, dict] = {}
+    for name, chosen, needs in [
+        *[(f"test:{d}", [r for r in rows["test"] if r["dataset"] == d], None) for d in sets],
+        *[(f"dev:{d}", [r for r in rows["dev"] if r["dataset"] == d], None) for d in sets],
+        ("training", training, [not x.known for x in training]),
+    ]:
+        questions = [r.question if hasattr(r, "question") else r["question"] for r in chosen]
+        group = {"needs": needs or [not r["closed_book"]["correct"] for r in chosen]}
+        for adapter, label in ((CURRENT_NAME, "current"), (CANDIDATE_NAME, "candidate")):
+            with counter_bar(f"P(<RET>) {label}, {name}", len(questions)) as bar:
+                group[label] = ret_probabilities(model, questions, adapter, lambda: bar.update(1))
+        group["keys"] = [(x.dataset, "dev", x.id) if hasattr(x, "known") else (x["dataset"], x["split"], x["id"])
+                         for x in chosen]  # fmt: skip
+        groups[name] = group
+    recorded = {d: [1.0 - r["closed_book"]["signals"]["not_ret"] for r in rows["test"] if r["dataset"] == d]
+                for d in sets}  # fmt: skip
+    results = compare({n: {k: g[k] for k in ("needs", "current", "candidate")} for n, g in groups.items()}, recorded)
+    results["questions"] = {n: [{"key": list(k), "needs_retrieval": need, "current": a, "candidate": b}
+                                for k, need, a, b in zip(g["keys"], g["needs"], g["current"], g["candidate"],
+                                                         strict=True)]
+                            for n, g in groups.items()}  # fmt: skip
+    command = (f"python -m raqa compare-ret --candidate {args.candidate} --current {args.current} "
+               f"--record {args.record} --training {args.training}")  # fmt: skip
+    about = {
+        "command": command,
+        "sample": {"record": args.record, "record_command": record.get("command"), "training": args.training},
+        "model": model.name,
+        "adapters": {label: _card_command(folder) for label, folder in (("current", args.current),
+                                                                        ("candidate", args.candidate))},
+        "seconds": round(time.perf_counter() - start, 1),
+    }  # fmt: skip
+    path = records.write("ret_signal", record.get("dataset", "pipeline"), results, about,
+                         Path(args.out) if args.out else records.RESULTS_DIR)  # fmt: skip
+    say(f"wrote {path}")
+    summary = {n: g["auc"] for n, g in results["groups"].items()}
+    print(json.dumps({"candidate_higher_on_every_test_set": results["candidate_higher_on_every_test_set"],
+                      "auc": summary}, indent=1))  # fmt: skip
+    if args.update_record:
+        p_ret = {tuple(q["key"]): q["candidate"] for n, qs in results["questions"].items() if n != "training"
+                 for q in qs}  # fmt: skip
+        _update_record(args, record, model, p_ret, command)
+    return 0
+
+
+def _card_command(folder: str) -> str | None:
+    from raqa.when_to_retrieve.model import adapter_card
+
+    return adapter_card(Path(folder)).get("command")
+
+
+def _update_record(args, record: dict, model, p_ret: dict, command: str) -> None:
+    """The pipeline record scored again with the candidate's P(<RET>) in every row, and its examples measured."""
+    from raqa.evaluation.pipeline_scores import example_decisions, summarise
+    from raqa.evaluation.ret_signal import rescored_rows
+
+    rows = record["results"]["rows"]
+    results = summarise(rescored_rows(rows["dev"], p_ret), rescored_rows(rows["test"], p_ret))
+    results["examples"] = example_decisions(model, results)
+    rescored = {
+        "what": "not_ret (1 - P(<RET>)) of every row recomputed with the candidate adapter, every policy scored "
+        "again; the closed-book answers, the other signals and the readers' endings are the rows' own",
+        "command": f"{command} --update-record",
+        "adapter": _card_command(args.candidate),
+        **records.provenance(),
+    }
+    updated = {**record, "results": results, "rescored": rescored}
+    records.write_json(Path(args.record), updated)
+    say(f"rescored {args.record}")
