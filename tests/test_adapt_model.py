@@ -26,7 +26,7 @@ def test_each_card_reports_the_data_it_was_trained_on():
     for kind, folder in adapter_dirs().items():
         card = json.loads((folder / CARD_FILE).read_text())
         assert card["kind"] == kind and card["data"] == summary
-        assert card["training"]["examples"] == len(examples(rows, kind))
+        assert card["training"]["examples"] == len(examples(rows, kind, balance=bool(card.get("class_balance"))))
         assert card["lora"]["rank"] == 8 and card["lora"]["alpha"] == 16 and card["lora"]["lr"] == 3e-4
         assert card["lora"]["epochs"] == 3 and card["command"].startswith("python -m raqa train-adapt")
         log = json.loads((folder / "training_log.json").read_text())

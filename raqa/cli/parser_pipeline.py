@@ -37,7 +37,7 @@ def add_pipeline_verbs(sub) -> None:
     evaluate.set_defaults(func=command("pipeline:cmd_eval_pipeline"))
     ret = sub.add_parser("compare-ret", help="is a candidate Adapt-LLM adapter's P(<RET>) more informative?")
     ret.add_argument("--candidate", required=True, help="the candidate adapt adapter's folder")
-    ret.add_argument("--current", default="assets/adapt/adapt", help="the adapter it is compared with")
+    ret.add_argument("--baseline", default="assets/adapt/adapt", help="the adapter it is compared with")
     ret.add_argument("--record", default="assets/results/pipeline-nq+triviaqa.json", help="the pipeline record")
     ret.add_argument("--training", default="assets/adapt/training_data.jsonl", help="Algorithm 1's questions")
     ret.add_argument("--out", help="folder for the result JSON (default assets/results)")

@@ -1,4 +1,4 @@
-"""`compare-ret`: measure a candidate Adapt-LLM adapter's P(<RET>) against the current one's on the pipeline
+"""`compare-ret`: measure a candidate Adapt-LLM adapter's P(<RET>) against a baseline's on the pipeline
 record's questions (evaluation/ret_signal.py), and write the comparison as a result record.
 
 With --update-record the pipeline record is scored again with the candidate's P(<RET>) in every row (nothing
@@ -17,13 +17,13 @@ from pathlib import Path
 from raqa.cli.output import counter_bar, error, say
 from raqa.evaluation import records
 
-CURRENT_NAME = "current"
+BASELINE_NAME = "baseline"
 CANDIDATE_NAME = "adapt"  # the name the pipeline's adapt policy asks for, so --update-record can reuse it
 
 
 def _check(args: argparse.Namespace) -> dict:
     """The record, after checking every path; ValueError saying what is wrong."""
-    for label, folder in (("--candidate", args.candidate), ("--current", args.current)):
+    for label, folder in (("--candidate", args.candidate), ("--baseline", args.baseline)):
         if not (Path(folder) / "adapter_config.json").is_file():
             raise ValueError(f"{label} {folder}: not a peft adapter folder (no adapter_config.json).")
     if not Path(args.training).is_file():
@@ -47,7 +47,7 @@ def _load(args: argparse.Namespace):
     cache = Path(args.cache) if args.cache else None
     base = TransformersBackend.load(None, None, cache, say)
     with peft_loading():
-        model = PeftModel.from_pretrained(base.model, args.current, adapter_name=CURRENT_NAME)
+        model = PeftModel.from_pretrained(base.model, args.baseline, adapter_name=BASELINE_NAME)
         model.load_adapter(args.candidate, adapter_name=CANDIDATE_NAME)
     return GreedyModel(model, base.tokenizer, f"{base.name} + Adapt-LLM adapters")
 
@@ -73,7 +73,7 @@ def cmd_compare_ret(args: argparse.Namespace) -> int:
     ]:
         questions = [r.question if hasattr(r, "question") else r["question"] for r in chosen]
         group = {"needs": needs or [not r["closed_book"]["correct"] for r in chosen]}
-        for adapter, label in ((CURRENT_NAME, "current"), (CANDIDATE_NAME, "candidate")):
+        for adapter, label in ((BASELINE_NAME, "baseline"), (CANDIDATE_NAME, "candidate")):
             with counter_bar(f"P(<RET>) {label}, {name}", len(questions)) as bar:
                 group[label] = ret_probabilities(model, questions, adapter, lambda: bar.update(1))
         group["keys"] = [(x.dataset, "dev", x.id) if hasattr(x, "known") else (x["dataset"], x["split"], x["id"])
@@ -81,18 +81,18 @@ def cmd_compare_ret(args: argparse.Namespace) -> int:
         groups[name] = group
     recorded = {d: [1.0 - r["closed_book"]["signals"]["not_ret"] for r in rows["test"] if r["dataset"] == d]
                 for d in sets}  # fmt: skip
-    results = compare({n: {k: g[k] for k in ("needs", "current", "candidate")} for n, g in groups.items()}, recorded)
-    results["questions"] = {n: [{"key": list(k), "needs_retrieval": need, "current": a, "candidate": b}
-                                for k, need, a, b in zip(g["keys"], g["needs"], g["current"], g["candidate"],
+    results = compare({n: {k: g[k] for k in ("needs", "baseline", "candidate")} for n, g in groups.items()}, recorded)
+    results["questions"] = {n: [{"key": list(k), "needs_retrieval": need, "baseline": a, "candidate": b}
+                                for k, need, a, b in zip(g["keys"], g["needs"], g["baseline"], g["candidate"],
                                                          strict=True)]
                             for n, g in groups.items()}  # fmt: skip
-    command = (f"python -m raqa compare-ret --candidate {args.candidate} --current {args.current} "
+    command = (f"python -m raqa compare-ret --candidate {args.candidate} --baseline {args.baseline} "
                f"--record {args.record} --training {args.training}")  # fmt: skip
     about = {
         "command": command,
         "sample": {"record": args.record, "record_command": record.get("command"), "training": args.training},
         "model": model.name,
-        "adapters": {label: _card_command(folder) for label, folder in (("current", args.current),
+        "adapters": {label: _card_command(folder) for label, folder in (("baseline", args.baseline),
                                                                         ("candidate", args.candidate))},
         "seconds": round(time.perf_counter() - start, 1),
     }  # fmt: skip

@@ -11,9 +11,9 @@ pipeline's adapt policy reads), as named adapters on one copy of the base weight
               in sample, to tell "learned nothing" from "learned the training questions only"
 
 and how spread out P(<RET>) is (a threshold can only separate questions whose probabilities differ).
-"More informative" = a higher test AUC on every test set. The current adapter's test values are also compared
-with the ones the record holds (a check that the record is reproduced). `rescored_rows` gives the record's rows
-with the candidate's P(<RET>) in place of the current one's, for `--update-record`. Left out here: training
+"More informative" = a higher test AUC on every test set. Both adapters' test values are also compared with the
+ones the record holds: one of them must reproduce them (the baseline's before `--update-record`, the candidate's
+after). `rescored_rows` gives the record's rows with the candidate's P(<RET>) in place of the baseline's. Left out here: training
 (training/when_to_retrieve.py) and scoring the pipeline (pipeline_scores.py).
 """
 
@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from raqa.evaluation.metrics import auc
 from raqa.evaluation.pipeline_scores import RESAMPLES
 
-ADAPTER_NAMES = ("current", "candidate")
+ADAPTER_NAMES = ("baseline", "candidate")
 
 
 def ret_probabilities(model, questions: Sequence[str], adapter: str, progress: Callable[[], None]) -> list[float]:
@@ -53,26 +53,26 @@ def _interval(values: list[float]) -> tuple[float | None, float | None]:
     return round(values[int(0.025 * len(values))], 4), round(values[int(0.975 * len(values)) - 1], 4)
 
 
-def paired_auc(current: Sequence[float], candidate: Sequence[float], needs: Sequence[bool], seed: int = 0) -> dict:
-    """Both AUCs with 95% percentile-bootstrap intervals, and candidate minus current on the same resamples.
+def paired_auc(baseline: Sequence[float], candidate: Sequence[float], needs: Sequence[bool], seed: int = 0) -> dict:
+    """Both AUCs with 95% percentile-bootstrap intervals, and candidate minus baseline on the same resamples.
 
     Example:
         >>> r = paired_auc([0.5, 0.5, 0.5, 0.5], [0.1, 0.2, 0.8, 0.9], [False, False, True, True])
-        >>> r["current"]["value"], r["candidate"]["value"], r["difference"]["value"]
+        >>> r["baseline"]["value"], r["candidate"]["value"], r["difference"]["value"]
         (0.5, 1.0, 0.5)
     """
     rng = random.Random(seed)
     index = range(len(needs))
-    boots: dict[str, list[float]] = {"current": [], "candidate": [], "difference": []}
+    boots: dict[str, list[float]] = {"baseline": [], "candidate": [], "difference": []}
     for _ in range(RESAMPLES):
         sample = rng.choices(index, k=len(needs))
         flags = [needs[i] for i in sample]
-        a, b = _auc([current[i] for i in sample], flags), _auc([candidate[i] for i in sample], flags)
-        boots["current"].append(a)
+        a, b = _auc([baseline[i] for i in sample], flags), _auc([candidate[i] for i in sample], flags)
+        boots["baseline"].append(a)
         boots["candidate"].append(b)
         boots["difference"].append(b - a)
-    a, b = _auc(current, needs), _auc(candidate, needs)
-    points = {"current": a, "candidate": b, "difference": b - a}
+    a, b = _auc(baseline, needs), _auc(candidate, needs)
+    points = {"baseline": a, "candidate": b, "difference": b - a}
     out = {}
     for name, point in points.items():
         low, high = _interval(boots[name])
@@ -102,22 +102,25 @@ def spread(p_ret: Sequence[float]) -> dict:
 
 
 def compare(groups: dict[str, dict], recorded: dict[str, list[float]]) -> dict:
-    """groups: name -> {"needs": [bool], "current": [P], "candidate": [P]}; recorded: test set -> the record's
+    """groups: name -> {"needs": [bool], "baseline": [P], "candidate": [P]}; recorded: test set -> the record's
     P(<RET>) for its questions (1 - not_ret), in the same order as groups[f"test:{set}"]."""
     out: dict = {"groups": {}}
     for name, g in groups.items():
         out["groups"][name] = {
-            "auc": paired_auc(g["current"], g["candidate"], g["needs"]),
+            "auc": paired_auc(g["baseline"], g["candidate"], g["needs"]),
             "spread": {adapter: spread(g[adapter]) for adapter in ADAPTER_NAMES},
         }
     tests = [n for n in groups if n.startswith("test:")]
     out["candidate_higher_on_every_test_set"] = bool(tests) and all(
         (out["groups"][n]["auc"]["difference"]["value"] or 0.0) > 0 for n in tests
     )
-    out["current_matches_record"] = {
-        name: round(max(abs(a - b) for a, b in zip(groups[f"test:{name}"]["current"], values, strict=True)), 6)
-        for name, values in recorded.items()
-    }  # largest |recomputed - recorded| P(<RET>) of the current adapter
+    out["record_matches"] = {
+        adapter: {
+            name: round(max(abs(a - b) for a, b in zip(groups[f"test:{name}"][adapter], values, strict=True)), 6)
+            for name, values in recorded.items()
+        }
+        for adapter in ADAPTER_NAMES
+    }  # largest |measured - recorded| P(<RET>) per adapter and test set: ~0 for the one that made the record
     return out
 
 

@@ -59,6 +59,13 @@ def _readme(kind: str, card: dict) -> str:
         for name, v in d["by_dataset"].items()
     )
     epochs = ", ".join(f"epoch {e}: {v}" for e, v in t["loss"]["epoch_means"].items())
+    balance = card.get("class_balance")
+    balance_note = (
+        f"\nClass-balanced (`--balance`): each known question's answer example is repeated "
+        f"{balance['known_repeated']} times, so the parametric prompt is taught the answer about as often as `<RET>`.\n"
+        if balance
+        else ""
+    )
     partial = t["examples"] % lora["batch"]
     partial_note = (
         f" (each epoch ends with a partial step of {partial} examples, so single steps are noisy)" if partial else ""
@@ -83,7 +90,7 @@ It teaches {TEACHES[kind]}. {t["examples"]} examples from {d["questions"]} quest
 | dataset | questions | known zero-shot | share of `<RET>` targets | context shows a gold answer |
 |---|---|---|---|---|
 {per}
-
+{balance_note}
 Context: the best-ranked of BM25's top 20 pages whose shown text (cut to 160 tokens) contains a gold answer
 ({d["context_has_answer"]} of {d["questions"]} questions), else the top page. Every question is in
 `../training_data.jsonl`.

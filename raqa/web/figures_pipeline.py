@@ -98,15 +98,17 @@ def ret_signal_figure(record: dict) -> go.Figure:
     titles = []
     for name in tests:
         auc = results["groups"][name]["auc"]
-        titles.append(f"{name[5:]}: AUC {auc['current']['value']} (current) vs {auc['candidate']['value']} (candidate)")
+        titles.append(
+            f"{name[5:]}: AUC {auc['baseline']['value']} (baseline) vs {auc['candidate']['value']} (candidate)"
+        )
     figure = make_subplots(rows=1, cols=len(tests), shared_yaxes=True, subplot_titles=titles)
     kinds = {False: ("closed-book answer right", "#1a7f37"), True: ("closed-book answer wrong", "#cf222e")}
     for col, name in enumerate(tests, start=1):
         questions = results["questions"][name]
         for needs, (label, colour) in kinds.items():
             chosen = [q for q in questions if q["needs_retrieval"] is needs]
-            figure.add_box(x=["current"] * len(chosen) + ["candidate"] * len(chosen),
-                           y=[q["current"] for q in chosen] + [q["candidate"] for q in chosen],
+            figure.add_box(x=["baseline"] * len(chosen) + ["candidate"] * len(chosen),
+                           y=[q["baseline"] for q in chosen] + [q["candidate"] for q in chosen],
                            name=f"{label}", marker_color=colour, boxpoints="all", jitter=0.4, pointpos=0,
                            marker=dict(size=3, opacity=0.5), legendgroup=label, showlegend=col == 1,
                            row=1, col=col)  # fmt: skip

@@ -192,9 +192,9 @@ def ret_signal_summary(record: dict) -> str:
         change = f"{diff['value']:+.3f}{interval}" if diff.get("value") is not None else "–"
         parts.append(
             f"<li><b>{esc(name)}</b> (n={auc['n']}, {auc['needs_retrieval']} needing retrieval): AUC "
-            f"{auc['current']['value']} → {auc['candidate']['value']}, difference {change}; P(&lt;RET&gt;) median "
-            f"{spread['current']['median']} → {spread['candidate']['median']}, "
-            f"≥ 0.5 on {spread['current']['at_or_above_half']:.0%} → {spread['candidate']['at_or_above_half']:.0%}</li>"
+            f"{auc['baseline']['value']} → {auc['candidate']['value']}, difference {change}; P(&lt;RET&gt;) median "
+            f"{spread['baseline']['median']} → {spread['candidate']['median']}, "
+            f"≥ 0.5 on {spread['baseline']['at_or_above_half']:.0%} → {spread['candidate']['at_or_above_half']:.0%}</li>"
         )
     return (
         f'<details class="raqa-pipe-summary"><summary><b>Class-balanced Adapt-LLM (one attempt)</b>: the candidate '
