@@ -135,7 +135,7 @@ def pipeline_view(service: Service, record: dict | None, examples: list[str],
     decided = (record or {}).get("results", {}).get("examples", [])
     gr.HTML('<h3 class="raqa-section">Move the P(&lt;RET&gt;) threshold</h3><p class="raqa-meta">The paper\'s code '
             "reads the probability that Adapt-LLM's reply starts with &lt;RET&gt;; a threshold on it decides. Each "
-            "example's probability was measured by eval-pipeline; move the slider to see which questions switch "
+            "example's probability is in the committed pipeline evaluation; move the slider to see which questions switch "
             "between retrieving and answering from memory.</p>")  # fmt: skip
     slider = gr.Slider(0, 1, value=tuned["adapt"], step=0.01, label="P(<RET>) threshold",
                        info="Retrieve when P(<RET>) is at or above it.", elem_id="raqa-ret-threshold")  # fmt: skip
