@@ -100,7 +100,7 @@ def test_the_pipeline_answers_a_known_question_from_memory(tab):
 def test_a_click_on_an_example_replays_its_recording_without_the_model(tab):
     start = time.time()
     tab.locator("#raqa-pipe-out").scroll_into_view_if_needed()
-    tab.get_by_role("button", name="What is the capital of France?").first.click()
+    tab.locator("#raqa-pipe-examples").get_by_role("button", name="What is the capital of France?").click()
     tab.wait_for_selector('#raqa-pipe-out .raqa-recorded[data-recorded="true"]', timeout=20000)
     tab.wait_for_selector('#raqa-pipe-out .raqa-pipeline[data-done="true"]', timeout=20000)
     assert time.time() - start < 15
@@ -108,7 +108,7 @@ def test_a_click_on_an_example_replays_its_recording_without_the_model(tab):
     end = tab.locator("#raqa-pipe-out .raqa-pipe-end")
     assert end.get_attribute("data-source") == "memory" and "Paris" in end.inner_text()
     # an example with no recording for these choices says so and changes nothing else
-    tab.get_by_role("button", name="Who painted the Mona Lisa?").first.click()
+    tab.locator("#raqa-pipe-examples").get_by_role("button", name="Who painted the Mona Lisa?").click()
     tab.wait_for_function("() => document.querySelector('#raqa-pipe-out').innerText.includes('No recorded run')",
                           timeout=20000)  # fmt: skip
     assert tab.locator("#raqa-pipe-question textarea").input_value() == "Who painted the Mona Lisa?"

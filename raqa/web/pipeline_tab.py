@@ -111,7 +111,9 @@ def pipeline_view(service: Service, record: dict | None, examples: list[str],
     reader = gr.Radio(choices, value=choices[0][1] if choices else None, label="Reader of the windows",
                       visible=len(choices) > 1, elem_id="raqa-pipe-reader")  # fmt: skip
     button = gr.Button("Run the pipeline", variant="primary", elem_id="raqa-pipe-run")
-    example_list = gr.Examples(examples, inputs=question, label="Examples (a click replays a recorded run)")
+    example_list = gr.Examples(
+        examples, inputs=question, label="Examples (a click replays a recorded run)", elem_id="raqa-pipe-examples"
+    )
     output = gr.HTML(message_html(NO_ADAPT_MODEL) if not service.has_adapt_model() else "", elem_id="raqa-pipe-out")
     policy.change(lambda p: gr.Slider(value=tuned.get(p, DEFAULT_RET_THRESHOLD), interactive=p not in ("never", "always")),
                   [policy], [threshold], api_name=False, queue=False)  # fmt: skip
