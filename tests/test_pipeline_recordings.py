@@ -104,3 +104,23 @@ def test_record_pipeline_writes_one_recording_per_question(service, tmp_path, ca
     assert {h["choice"]["threshold"] for h in headers} == {0.5}
     assert all(h["command"].startswith('python -m raqa record-pipeline "') for h in headers)
     assert "'Paris' from memory" in capsys.readouterr().err
+
+
+def test_every_example_of_the_tab_replays_with_the_tabs_own_choices():
+    """The committed recordings match what a click sends: each example, policy adapt, the tab's tuned threshold."""
+    from raqa.config import ASSETS_DIR
+    from raqa.evaluation.pipeline_recordings import PIPELINE_RECORDINGS_DIR
+    from raqa.evaluation.pipeline_scores import MEMORY_QUESTIONS, tuned_thresholds
+    from raqa.evaluation.recordings import load_recordings
+    from raqa.web.examples import load_examples
+
+    record = json.loads((ASSETS_DIR / "results" / "pipeline-nq+triviaqa.json").read_text(encoding="utf-8"))
+    choice = Choice("adapt", tuned_thresholds(record)["adapt"])
+    recordings, problems = load_recordings(PIPELINE_RECORDINGS_DIR, read_pipeline_recording)
+    assert problems == []
+    for question in [*MEMORY_QUESTIONS[:1], *load_examples()]:
+        found = find_pipeline(recordings, question, choice)
+        assert found is not None, question
+        assert found.timed_events[-1][1]["type"] == "pipeline_ended" and found.header["command"].startswith(
+            "python -m raqa record-pipeline"
+        )
