@@ -238,6 +238,7 @@ def test_the_default_app_answers_on_the_real_model(browser, tmp_path):
         adapt = tab.locator(".raqa-route-adapt").inner_text()
         assert "P(<RET>) = " in adapt and ("Retrieved" in adapt or "From memory" in adapt)
         assert "Mona Lisa" in tab.locator(".raqa-route-always").inner_text()  # the page AR-LLM read
+        _a_pipeline_example_replays_its_recording(tab)
         artifacts = os.environ.get("RAQA_SCREENSHOTS")
         if artifacts:
             tab.screenshot(path=str(Path(artifacts) / "default-app.png"), full_page=True)
@@ -260,6 +261,20 @@ def _every_example_replays_its_recording(tab) -> None:
         assert time.time() - start < 20  # no model: the replay is quick
         assert tab.locator("#raqa-answers .raqa-recorded").count() == 1
         assert answer.get_attribute("data-verdict") == recorded_final["verdict"]
+
+
+def _a_pipeline_example_replays_its_recording(tab) -> None:
+    """In the When-to-retrieve tab, a click on an example replays its committed pipeline recording."""
+    from raqa.evaluation.pipeline_recordings import PIPELINE_RECORDINGS_DIR, read_pipeline_recording
+
+    recordings = {r.question: r for r in map(read_pipeline_recording, PIPELINE_RECORDINGS_DIR.glob("*.jsonl"))}
+    question = "What is the chemical symbol for gold?"
+    ended = recordings[question].timed_events[-1][1]
+    tab.locator("#raqa-pipe-examples").get_by_role("button", name=question).click()
+    tab.wait_for_selector('#raqa-pipe-out .raqa-recorded[data-recorded="true"]', timeout=30000)
+    tab.wait_for_selector('#raqa-pipe-out .raqa-pipeline[data-done="true"]', timeout=30000)
+    end = tab.locator("#raqa-pipe-out .raqa-pipe-end")
+    assert end.get_attribute("data-source") == ended["source"]
 
 
 def _a_lesson_step_loads_its_settings_and_replays(tab) -> None:

@@ -3,11 +3,15 @@ step by step; the P(<RET>) slider switches example questions between retrieving 
 
 from __future__ import annotations
 
+import json
+import time
+
 import pytest
 from test_e2e import ROOT, _free_port, _fruit_pages, backend, browser  # noqa: F401 - the fixtures, shared
 from test_pipeline_eval import _rows
 
-from raqa.evaluation.pipeline_scores import summarise
+from raqa.evaluation.pipeline_recordings import Choice, record_pipeline, write_pipeline_recording
+from raqa.evaluation.pipeline_scores import summarise, tuned_thresholds
 from raqa.evaluation.records import write
 
 pytestmark = pytest.mark.e2e
@@ -34,7 +38,12 @@ def server(tmp_path_factory, backend):  # noqa: F811
     pages = _fruit_pages()
     service = Service(AppConfig(cache_dir=tmp_path_factory.mktemp("cache")), pages, BM25Index.build(pages), backend,
                       "test corpus", {}, adapt=FakeAdaptModel(knows_paris))  # fmt: skip
-    demo = build_demo(service, results_dir=results)
+    recordings = tmp_path_factory.mktemp("recordings")
+    threshold = tuned_thresholds(json.loads(next(results.glob("pipeline-*.json")).read_text()))["adapt"]
+    # the tab's first example, recorded with the tab's default choices (the fake knows Paris from memory)
+    made = record_pipeline(service, "What is the capital of France?", Choice("adapt", threshold), "(test recording)")
+    write_pipeline_recording(made, recordings / "pipeline")
+    demo = build_demo(service, recordings_dir=recordings, results_dir=results)
     port = _free_port()
     demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True,
                 css=(ROOT / "assets" / "style.css").read_text())  # fmt: skip
@@ -86,6 +95,23 @@ def test_the_pipeline_answers_a_known_question_from_memory(tab):
     assert end.get_attribute("data-source") == "memory" and "Paris" in end.inner_text()
     assert tab.locator('#raqa-pipe-out [data-retrieve="false"]').count() == 1
     assert tab.locator("#raqa-pipe-out .raqa-window").count() == 0
+
+
+def test_a_click_on_an_example_replays_its_recording_without_the_model(tab):
+    start = time.time()
+    tab.locator("#raqa-pipe-out").scroll_into_view_if_needed()
+    tab.locator("#raqa-pipe-examples").get_by_role("button", name="What is the capital of France?").click()
+    tab.wait_for_selector('#raqa-pipe-out .raqa-recorded[data-recorded="true"]', timeout=20000)
+    tab.wait_for_selector('#raqa-pipe-out .raqa-pipeline[data-done="true"]', timeout=20000)
+    assert time.time() - start < 15
+    assert "(test recording)" in tab.locator("#raqa-pipe-out .raqa-recorded").inner_text()
+    end = tab.locator("#raqa-pipe-out .raqa-pipe-end")
+    assert end.get_attribute("data-source") == "memory" and "Paris" in end.inner_text()
+    # an example with no recording for these choices says so and changes nothing else
+    tab.locator("#raqa-pipe-examples").get_by_role("button", name="Who painted the Mona Lisa?").click()
+    tab.wait_for_function("() => document.querySelector('#raqa-pipe-out').innerText.includes('No recorded run')",
+                          timeout=20000)  # fmt: skip
+    assert tab.locator("#raqa-pipe-question textarea").input_value() == "Who painted the Mona Lisa?"
 
 
 def test_the_pipeline_retrieves_reads_windows_and_admits_ignorance(tab):

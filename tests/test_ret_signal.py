@@ -140,6 +140,9 @@ def test_compare_ret_writes_the_comparison_and_can_rescore_the_pipeline_record(r
     signals = {r["id"]: r["closed_book"]["signals"]["not_ret"] for r in updated["results"]["rows"]["test"]}
     assert round(signals["nq-test-0"], 6) == 0.9 and round(signals["nq-test-5"], 6) == 0.2
     assert updated["results"]["datasets"]["nq"]["auc"]["not_ret"]["value"] == 1.0
+    from raqa.web.experiments_tab import experiment_caption
+
+    assert "eval-pipeline</code>, then <code>python -m raqa compare-ret" in experiment_caption(updated)
 
 
 @pytest.mark.parametrize(
@@ -181,3 +184,14 @@ def test_the_committed_comparison_is_what_its_questions_give(path):
     # one adapter reproduces the P(<RET>) the pipeline record held when this was made
     assert min(max(m.values()) for m in record["results"]["record_matches"].values()) < 1e-3
     assert ret_signal_figure(record).data
+
+
+def test_adapters_that_do_not_load_are_an_error_not_a_traceback(record_files, monkeypatch, capsys):
+    from raqa.models.base import ModelError
+
+    def fail(args):
+        raise ModelError("no such base model")
+
+    monkeypatch.setattr("raqa.cli.ret_signal._load", fail)
+    assert main(_args(record_files)) == 2
+    assert "Could not load the adapters: ModelError: no such base model" in capsys.readouterr().err

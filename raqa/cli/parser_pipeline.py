@@ -1,4 +1,4 @@
-"""The grammar of the verbs that join both papers: `pipeline`, `eval-pipeline` and `compare-ret`.
+"""The grammar of the verbs that join both papers: `pipeline`, `record-pipeline`, `eval-pipeline`, `compare-ret`.
 
 Kept apart from parser.py (which calls add_pipeline_verbs) so that each grammar module stays short.
 """
@@ -26,6 +26,14 @@ def add_pipeline_verbs(sub) -> None:
     add_reader_option(one)
     add_corpus_options(one)
     one.set_defaults(func=command("pipeline:cmd_pipeline"))
+    rec = sub.add_parser("record-pipeline", help="record real pipeline runs of the tab's examples for instant replay")
+    rec.add_argument("questions", nargs="*", help="questions to record (default: the When-to-retrieve tab's examples)")
+    rec.add_argument("--policy", default="adapt", help=f"{' | '.join(PIPELINE_POLICIES)} (default adapt)")
+    rec.add_argument("--threshold", type=float, help="default: the tab's, from the committed pipeline evaluation")
+    rec.add_argument("--out", default="assets/recordings/pipeline", help="folder of the recordings (JSONL)")
+    add_reader_option(rec)
+    add_corpus_options(rec)
+    rec.set_defaults(func=command("pipeline:cmd_record_pipeline"))
     evaluate = sub.add_parser("eval-pipeline", help="every decision policy and reader, with abstention, on test")
     evaluate.add_argument("--datasets", type=dataset_list, default=["nq", "triviaqa"], help="comma-separated")
     evaluate.add_argument("--limit", type=int, default=300, help="test questions per dataset (seeded sample)")

@@ -60,6 +60,41 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_record_pipeline(args: argparse.Namespace) -> int:
+    """Run each question through the pipeline with the tab's choices on the real models; write each recording."""
+    from raqa.evaluation.pipeline_recordings import Choice, record_pipeline, write_pipeline_recording
+    from raqa.evaluation.pipeline_scores import MEMORY_QUESTIONS, tuned_thresholds
+    from raqa.service import Service
+    from raqa.web.examples import load_examples
+    from raqa.when_to_retrieve.pipeline import check_policy
+
+    fixed = args.policy in ("never", "always")
+    pipeline_records = [r for r in records.load_results().values() if r.get("experiment") == "pipeline"]
+    threshold = None if fixed else args.threshold
+    if threshold is None and not fixed:
+        threshold = tuned_thresholds(pipeline_records[0] if pipeline_records else None).get(args.policy)
+    try:
+        check_policy(args.policy, threshold)
+        service = Service.load(app_config(args), progress=say)
+        if not service.has_adapt_model():
+            raise ModelError("record-pipeline needs the Adapt-LLM adapters (assets/adapt) on the embedded model.")
+    except (ValueError, CorpusError, ModelError) as e:
+        return error(e)
+    choice = Choice(args.policy, threshold, args.reader)
+    for question in args.questions or [*MEMORY_QUESTIONS[:1], *load_examples()]:
+        command = (f'python -m raqa record-pipeline "{question}" --policy {args.policy}'
+                   + ("" if fixed else f" --threshold {threshold}") + (f" --reader {args.reader}" if args.reader else "")
+                   + f" --out {args.out}")  # fmt: skip
+        try:
+            recording = record_pipeline(service, question, choice, command)
+        except (SettingsError, ModelError) as e:
+            return error(e)
+        ended = recording.timed_events[-1][1]
+        path = write_pipeline_recording(recording, Path(args.out))
+        say(f"{path}: {ended.get('answer')!r} from {ended.get('source')} in {recording.timed_events[-1][0]:.1f} s")
+    return 0
+
+
 def cmd_eval_pipeline(args: argparse.Namespace) -> int:
     from raqa.evaluation.pipeline_rows import READERS, dev_row, interleave, make_rows, question_row
     from raqa.evaluation.positives import PositiveIndex

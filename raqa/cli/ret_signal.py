@@ -16,6 +16,7 @@ from pathlib import Path
 
 from raqa.cli.output import counter_bar, error, say
 from raqa.evaluation import records
+from raqa.models.base import ModelError
 
 BASELINE_NAME = "baseline"
 CANDIDATE_NAME = "adapt"  # the name the pipeline's adapt policy asks for, so --update-record can reuse it
@@ -52,6 +53,21 @@ def _load(args: argparse.Namespace):
     return GreedyModel(model, base.tokenizer, f"{base.name} + Adapt-LLM adapters")
 
 
+def _question_groups(rows: dict, sets: list[str], training) -> dict[str, tuple[list, list, list]]:
+    """name -> (questions, needs retrieval, (dataset, split, id) keys): each test and dev set, and the training
+    questions (needs retrieval: the closed-book answer was wrong; for training: the question was not known)."""
+    groups = {}
+    for split in ("test", "dev"):
+        for dataset in sets:
+            chosen = [r for r in rows[split] if r["dataset"] == dataset]
+            groups[f"{split}:{dataset}"] = ([r["question"] for r in chosen],
+                                            [not r["closed_book"]["correct"] for r in chosen],
+                                            [(r["dataset"], r["split"], r["id"]) for r in chosen])  # fmt: skip
+    groups["training"] = ([x.question for x in training], [not x.known for x in training],
+                          [(x.dataset, "dev", x.id) for x in training])  # fmt: skip
+    return groups
+
+
 def cmd_compare_ret(args: argparse.Namespace) -> int:
     from raqa.evaluation.ret_signal import compare, ret_probabilities
     from raqa.training.when_to_retrieve_data import read_labelled
@@ -62,22 +78,18 @@ def cmd_compare_ret(args: argparse.Namespace) -> int:
     except ValueError as e:
         return error(e)
     start = time.perf_counter()
-    model = _load(args)
+    try:
+        model = _load(args)
+    except (ModelError, OSError, ValueError, RuntimeError) as e:
+        return error(f"Could not load the adapters: {type(e).__name__}: {e}")
     rows = record["results"]["rows"]
     sets = sorted({r["dataset"] for r in rows["test"]})
     groups: dict[str, dict] = {}
-    for name, chosen, needs in [
-        *[(f"test:{d}", [r for r in rows["test"] if r["dataset"] == d], None) for d in sets],
-        *[(f"dev:{d}", [r for r in rows["dev"] if r["dataset"] == d], None) for d in sets],
-        ("training", training, [not x.known for x in training]),
-    ]:
-        questions = [r.question if hasattr(r, "question") else r["question"] for r in chosen]
-        group = {"needs": needs or [not r["closed_book"]["correct"] for r in chosen]}
+    for name, (questions, needs, keys) in _question_groups(rows, sets, training).items():
+        group = {"needs": needs, "keys": keys}
         for adapter, label in ((BASELINE_NAME, "baseline"), (CANDIDATE_NAME, "candidate")):
             with counter_bar(f"P(<RET>) {label}, {name}", len(questions)) as bar:
                 group[label] = ret_probabilities(model, questions, adapter, lambda: bar.update(1))
-        group["keys"] = [(x.dataset, "dev", x.id) if hasattr(x, "known") else (x["dataset"], x["split"], x["id"])
-                         for x in chosen]  # fmt: skip
         groups[name] = group
     recorded = {d: [1.0 - r["closed_book"]["signals"]["not_ret"] for r in rows["test"] if r["dataset"] == d]
                 for d in sets}  # fmt: skip

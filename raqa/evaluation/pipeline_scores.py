@@ -26,11 +26,12 @@ from collections.abc import Sequence
 from raqa.config import ASSETS_DIR
 from raqa.evaluation.metrics import auc, proportion
 from raqa.evaluation.pipeline_rows import READERS
-from raqa.when_to_retrieve.pipeline import POLICY_SIGNAL, decide_retrieval
+from raqa.when_to_retrieve.pipeline import DEFAULT_RET_THRESHOLD, POLICY_SIGNAL, decide_retrieval
 from raqa.when_to_retrieve.uncertainty import SIGNALS
 
 RESAMPLES = 1000
 AUC_TARGET, IDK_TARGET = 0.70, 2 / 3
+PAGE_POLICIES = ("adapt", "p_true", "token_probability", "sequence_probability", "never", "always")  # the tab's
 MEMORY_QUESTIONS = ("What is the capital of France?", "Who wrote Romeo and Juliet?",
                     "How many legs does a spider have?")  # fmt: skip
 
@@ -273,3 +274,19 @@ def example_decisions(model, results: dict) -> list[dict]:
         out.append({"question": question, "closed_book": answer, "p_ret": round(1.0 - signals["not_ret"], 4),
                     "signals": {k: round(v, 4) for k, v in signals.items()}})  # fmt: skip
     return out
+
+
+def tuned_thresholds(record: dict | None) -> dict[str, float]:
+    """Each page policy's threshold from the committed evaluation (the mean over its test sets of the dev-chosen
+    thresholds, in the policy's units), else the defaults."""
+    tuned = {p: DEFAULT_RET_THRESHOLD for p in PAGE_POLICIES}
+    for policy in PAGE_POLICIES:
+        values = [
+            d["configurations"][f"pipeline:{policy}:base"]["threshold"]
+            for d in (record or {}).get("results", {}).get("datasets", {}).values()
+            if f"pipeline:{policy}:base" in d.get("configurations", {})
+        ]
+        numbers = [v for v in values if isinstance(v, (int, float))]
+        if numbers:
+            tuned[policy] = round(min(1.0, max(0.0, sum(numbers) / len(numbers))), 3)
+    return tuned

@@ -99,33 +99,37 @@ def write_recording(recording: Recording, folder: Path = RECORDINGS_DIR) -> Path
     f = recording.form
     settings = f"{f.strategy}-{f.order}-w{f.window}-k{f.k}" + ("-grounded" if f.grounded_only else "")
     settings += ("-rationale" if f.rationale else "") + f"-{slug(f.reader or 'default')}"
-    path = folder / f"{slug(recording.question)}--{settings}.jsonl"
+    return write_lines(recording, folder / f"{slug(recording.question)}--{settings}.jsonl")
+
+
+def write_lines(recording: Recording, path: Path) -> Path:
+    """The recording as its file: the header line, then one {"t", "event"} line per event."""
     lines = [json.dumps(recording.header, ensure_ascii=False)]
     lines += [json.dumps({"t": t, "event": e}, ensure_ascii=False) for t, e in recording.timed_events]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
 
 
-def read_recording(path: Path) -> Recording:
-    """ValueError, naming the file, when it is not a recording."""
+def read_recording(path: Path, check_header=lambda header: Form(**header["form"])) -> Recording:
+    """ValueError, naming the file, when it is not a recording (check_header raises on a header of another kind)."""
     try:
         lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
         header = lines[0]
         if header.get("recording") != FORMAT or not isinstance(header.get("question"), str):
             raise ValueError("no recording header")
-        Form(**header["form"])
+        check_header(header)
         timed = tuple((float(line["t"]), dict(line["event"])) for line in lines[1:])
     except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError) as e:
         raise ValueError(f"{path.name} is not a raqa recording: {e}") from e
     return Recording(header, timed)
 
 
-def load_recordings(folder: Path = RECORDINGS_DIR) -> tuple[list[Recording], list[str]]:
-    """Every recording in folder, and a message for each file that could not be read."""
+def load_recordings(folder: Path = RECORDINGS_DIR, read=read_recording) -> tuple[list[Recording], list[str]]:
+    """Every recording in folder (read with `read`), and a message for each file that could not be read."""
     recordings, problems = [], []
     for path in sorted(folder.glob("*.jsonl")) if folder.is_dir() else []:
         try:
-            recordings.append(read_recording(path))
+            recordings.append(read(path))
         except ValueError as e:
             problems.append(str(e))
     return recordings, problems

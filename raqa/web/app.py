@@ -22,6 +22,7 @@ from raqa.service import Service
 from raqa.web.ask_tab import (
     STRATEGIES,
     ask,
+    page_lookup,
     recording_for,
     replay,
     run_events,
@@ -187,7 +188,7 @@ def build_demo(service: Service, recordings_dir: Path = RECORDINGS_DIR, results_
                     "Flags are kept on this machine only, in the file the operator set.", elem_id="raqa-flag-status"
                 )
         with gr.Tab("When to retrieve", id="route"):
-            route_question, route_button, route_cards = route_view(service, results_dir)
+            route_question, route_button, route_cards = route_view(service, results_dir, recordings_dir / "pipeline")
         with gr.Tab("Try a benchmark", id="benchmark"):
             benchmark_view(service, [strategy, order, window, k, grounded_only, rationale, reader])
         with gr.Tab("Experiments", id="experiments"):
@@ -218,12 +219,7 @@ def build_demo(service: Service, recordings_dir: Path = RECORDINGS_DIR, results_
         link_button.click(None, inputs, [link], js=LINK_JS, api_name=False, queue=False)
 
         recordings = usable_recordings(service, recordings_dir)
-        pages_by_id: dict = {}
-
-        def page_of(page_id: str):
-            if not pages_by_id:
-                pages_by_id.update((p.id, p) for p in service.pages)
-            return pages_by_id.get(page_id)
+        page_of = page_lookup(service)
 
         def replay_here(question_, strategy_, order_, window_, k_, grounded_, rationale_, reader_=None):
             record: list[dict] = []

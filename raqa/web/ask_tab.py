@@ -16,7 +16,7 @@ from pathlib import Path
 import gradio as gr
 
 from raqa.config import RunSettings, SettingsError, validate_settings
-from raqa.evaluation.recordings import RECORDINGS_DIR, Form, Recording, find, load_recordings, stale
+from raqa.evaluation.recordings import RECORDINGS_DIR, Form, Recording, find, load_recordings, read_recording, stale
 from raqa.models.base import ModelError
 from raqa.reading.events import Final, ReplyDelta, RunFailed, WindowVerdict, from_json, to_json
 from raqa.service import Service
@@ -203,10 +203,22 @@ def replay(service: Service, recordings, page_of, question, strategy, order, win
         yield banner + answers, windows, pages, scores, meter
 
 
-def usable_recordings(service: Service, folder: Path = RECORDINGS_DIR) -> list:
+def usable_recordings(service: Service, folder: Path = RECORDINGS_DIR, read=read_recording) -> list:
     """The committed recordings made over the corpus this page serves (others would show the wrong pages)."""
-    recordings, problems = load_recordings(folder)
+    recordings, problems = load_recordings(folder, read)
     for problem in problems:
         LOG.warning("Skipping a recording: %s", problem)
     corpus = f"{service.corpus_label} ({len(service.pages):,} pages)"
     return [r for r in recordings if r.header.get("corpus") == corpus]
+
+
+def page_lookup(service: Service):
+    """page id -> Page, the dictionary built on first use (a replay needs the pages' texts; a live run does not)."""
+    by_id: dict = {}
+
+    def page_of(page_id: str):
+        if not by_id:
+            by_id.update((p.id, p) for p in service.pages)
+        return by_id.get(page_id)
+
+    return page_of

@@ -41,7 +41,8 @@ def experiment_caption(record: dict, css: str = "raqa-caption") -> str:
     """Where a committed result came from: the command, data, model and code that made it."""
     parts = [
         f"<b>{esc(record.get('experiment', '?'))}</b> · {esc(record.get('dataset', '?'))}",
-        f"command: <code>{esc(record.get('command', '?'))}</code>",
+        f"command: <code>{esc(record.get('command', '?'))}</code>"
+        + (f", then <code>{esc(record['rescored'].get('command'))}</code>" if record.get("rescored") else ""),
         f"model: {esc(record.get('model') or 'none (retrieval only)')}",
         f"corpus: {esc(record.get('corpus', '?'))}",
         f"{esc(record.get('code_version', '?'))}, {esc(record.get('created', '?'))}, {esc(record.get('seconds', '?'))} s",

@@ -10,34 +10,27 @@ eval-pipeline record's example decisions (no model runs when it moves). Left out
 from __future__ import annotations
 
 import logging
+import time
+from pathlib import Path
 
 import gradio as gr
 
 from raqa.config import SettingsError, clean_question
+from raqa.evaluation.pipeline_recordings import (
+    PIPELINE_RECORDINGS_DIR,
+    Choice,
+    find_pipeline,
+    read_pipeline_recording,
+)
+from raqa.evaluation.pipeline_scores import PAGE_POLICIES, tuned_thresholds
 from raqa.models.base import ModelError
 from raqa.service import NO_ADAPT_MODEL, Service
+from raqa.web.ask_tab import REPLAY_GAP_S, REPLAY_TOTAL_S, page_lookup, recorded_banner, usable_recordings
 from raqa.web.render_pipeline import PipelineView, ret_examples_html
 from raqa.web.render_when_to_retrieve import message_html
-from raqa.when_to_retrieve.pipeline import DEFAULT_RET_THRESHOLD, PIPELINE_TITLES
+from raqa.when_to_retrieve.pipeline import DEFAULT_RET_THRESHOLD, PIPELINE_TITLES, event_from_json
 
 LOG = logging.getLogger(__name__)
-PAGE_POLICIES = ("adapt", "p_true", "token_probability", "sequence_probability", "never", "always")
-
-
-def tuned_thresholds(record: dict | None) -> dict[str, float]:
-    """Each page policy's threshold from the committed evaluation (the mean over its test sets of the dev-chosen
-    thresholds, in the policy's units), else the defaults."""
-    tuned = {p: DEFAULT_RET_THRESHOLD for p in PAGE_POLICIES}
-    for policy in PAGE_POLICIES:
-        values = [
-            d["configurations"][f"pipeline:{policy}:base"]["threshold"]
-            for d in (record or {}).get("results", {}).get("datasets", {}).values()
-            if f"pipeline:{policy}:base" in d.get("configurations", {})
-        ]
-        numbers = [v for v in values if isinstance(v, (int, float))]
-        if numbers:
-            tuned[policy] = round(min(1.0, max(0.0, sum(numbers) / len(numbers))), 3)
-    return tuned
 
 
 def run_pipeline(service: Service, question, policy, threshold, reader=None):
@@ -64,8 +57,41 @@ def run_pipeline(service: Service, question, policy, threshold, reader=None):
         yield message_html("The pipeline stopped on an internal error. Please try again.")
 
 
-def pipeline_view(service: Service, record: dict | None, examples: list[str]) -> None:
-    """The section's components, wired to the service's model queue."""
+NO_RECORDING = (
+    '<div class="raqa-answer raqa-failed">No recorded run of this question with this policy, threshold and reader: '
+    "press Run the pipeline to run it live.</div>"
+)
+
+
+def replay_pipeline(service: Service, recordings, page_of, question, policy, threshold, reader=None,
+                    pause=time.sleep):  # fmt: skip
+    """Stream a recorded pipeline run of this question and these choices through the live run's renderer, marked
+    as recorded; a message when there is none (no model runs either way)."""
+    try:
+        choice = Choice(policy, float(threshold) if threshold is not None else None, reader)
+        found = find_pipeline(recordings, question, choice) if isinstance(question, str) else None
+    except (TypeError, ValueError):
+        found = None
+    if found is None:
+        yield NO_RECORDING
+        return
+    # the adapters ride on the page's base model (when_to_retrieve.model.load_adapt_model names it so)
+    model = f"{service.backend.name} + Adapt-LLM adapters" if service.backend else None
+    banner = recorded_banner(found, model)
+    view = PipelineView(found.question)
+    previous = 0.0
+    longest = min(REPLAY_GAP_S, REPLAY_TOTAL_S / max(len(found.timed_events), 1))
+    for t, data in found.timed_events:
+        pause(min(max(t - previous, 0.0), longest))
+        previous = t
+        view.add(event_from_json(data, page_of))
+        yield banner + view.html()
+
+
+def pipeline_view(service: Service, record: dict | None, examples: list[str],
+                  recordings_dir: Path = PIPELINE_RECORDINGS_DIR) -> None:  # fmt: skip
+    """The section's components, wired to the service's model queue; a click on an example replays its recording
+    when one matches the choices."""
     tuned = tuned_thresholds(record)
     gr.HTML(
         '<h3 class="raqa-section">Both papers in one run</h3><p class="raqa-meta">The model first answers from '
@@ -85,7 +111,9 @@ def pipeline_view(service: Service, record: dict | None, examples: list[str]) ->
     reader = gr.Radio(choices, value=choices[0][1] if choices else None, label="Reader of the windows",
                       visible=len(choices) > 1, elem_id="raqa-pipe-reader")  # fmt: skip
     button = gr.Button("Run the pipeline", variant="primary", elem_id="raqa-pipe-run")
-    gr.Examples(examples, inputs=question, label="Examples")
+    example_list = gr.Examples(
+        examples, inputs=question, label="Examples (a click replays a recorded run)", elem_id="raqa-pipe-examples"
+    )
     output = gr.HTML(message_html(NO_ADAPT_MODEL) if not service.has_adapt_model() else "", elem_id="raqa-pipe-out")
     policy.change(lambda p: gr.Slider(value=tuned.get(p, DEFAULT_RET_THRESHOLD), interactive=p not in ("never", "always")),
                   [policy], [threshold], api_name=False, queue=False)  # fmt: skip
@@ -96,11 +124,20 @@ def pipeline_view(service: Service, record: dict | None, examples: list[str]) ->
 
     button.click(run, [question, policy, threshold, reader], [output], api_name="pipeline", **listen)
     question.submit(run, [question, policy, threshold, reader], [output], api_name=False, **listen)
+    recordings = usable_recordings(service, recordings_dir, read_pipeline_recording)
+    page_of = page_lookup(service)
+
+    def replay(question_, policy_, threshold_, reader_=None):
+        yield from replay_pipeline(service, recordings, page_of, question_, policy_, threshold_, reader_)
+
+    # a replay uses no model: it is not queued behind live runs
+    example_list.load_input_event.then(replay, [question, policy, threshold, reader], [output], api_name=False,
+                                       preprocess=False, concurrency_limit=None)  # fmt: skip
 
     decided = (record or {}).get("results", {}).get("examples", [])
     gr.HTML('<h3 class="raqa-section">Move the P(&lt;RET&gt;) threshold</h3><p class="raqa-meta">The paper\'s code '
             "reads the probability that Adapt-LLM's reply starts with &lt;RET&gt;; a threshold on it decides. Each "
-            "example's probability was measured by eval-pipeline; move the slider to see which questions switch "
+            "example's probability is in the committed pipeline evaluation; move the slider to see which questions switch "
             "between retrieving and answering from memory.</p>")  # fmt: skip
     slider = gr.Slider(0, 1, value=tuned["adapt"], step=0.01, label="P(<RET>) threshold",
                        info="Retrieve when P(<RET>) is at or above it.", elem_id="raqa-ret-threshold")  # fmt: skip

@@ -12,6 +12,7 @@ from pathlib import Path
 import gradio as gr
 
 from raqa.config import SettingsError, clean_question
+from raqa.evaluation.pipeline_recordings import PIPELINE_RECORDINGS_DIR
 from raqa.evaluation.pipeline_scores import MEMORY_QUESTIONS
 from raqa.evaluation.records import load_results
 from raqa.service import NO_ADAPT_MODEL, Service
@@ -54,15 +55,15 @@ def route(service: Service, question):
         yield message_html("The decision stopped on an internal error. Please try again.")
 
 
-def route_view(service: Service, results_dir: Path | None = None):
+def route_view(service: Service, results_dir: Path | None = None, recordings_dir: Path = PIPELINE_RECORDINGS_DIR):
     """The "When to retrieve" tab; returns (question box, button, output) for the caller to wire (the pipeline
-    section wires its own)."""
+    section wires its own, and replays its examples' recordings from recordings_dir)."""
     results = load_results(results_dir) if results_dir else load_results()
     pipeline_records = [
         (stem, r) for stem, r in results.items() if r.get("experiment") == "pipeline" and "error" not in r
     ]
     pipeline_view(service, pipeline_records[0][1] if pipeline_records else None,
-                  [*MEMORY_QUESTIONS[:1], *load_examples()])  # fmt: skip
+                  [*MEMORY_QUESTIONS[:1], *load_examples()], recordings_dir)  # fmt: skip
     for stem, record in pipeline_records:
         gr.HTML(pipeline_summary(record))
         for name, make in PIPELINE_FIGURES.items():

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Literal, Union
 
-from raqa.reading.events import Event, Final, RunEvent, RunFailed
+from raqa.reading.events import Event, Final, RunEvent, RunFailed, from_json
 from raqa.when_to_retrieve.uncertainty import SIGNAL_TITLES, SIGNALS
 
 PIPELINE_POLICIES = ("never", "always", "adapt", *[s for s in SIGNALS if s != "not_ret"])
@@ -66,6 +66,30 @@ class PipelineEnded(Event):
 
 
 PipelineEvent = Union[ClosedBookAnswered, RetrievalDecided, PipelineEnded, RunEvent]
+
+
+STEP_CLASSES = {cls.type_name(): cls for cls in (ClosedBookAnswered, RetrievalDecided, PipelineEnded)}
+
+
+def event_from_json(data: dict, page_of) -> PipelineEvent:
+    """The pipeline event to_json made `data` from (a recorded pipeline read back); a run's events are read by
+    reading.events.from_json. ValueError on a dict that is neither.
+
+    Example:
+        >>> event_from_json({"type": "closed_book_answered", "question": "Q?", "answer": "A",
+        ...                  "signals": [["p_true", 0.5]], "seconds": 1.0}, lambda page_id: None).signals
+        (('p_true', 0.5),)
+    """
+    cls = STEP_CLASSES.get(data.get("type")) if isinstance(data, dict) else None
+    if cls is None:
+        return from_json(data, page_of)
+    try:
+        values = {k: v for k, v in data.items() if k != "type"}
+        if cls is ClosedBookAnswered:
+            values["signals"] = tuple((str(name), float(value)) for name, value in values["signals"])
+        return cls(**values)
+    except (KeyError, TypeError, ValueError) as e:
+        raise ValueError(f"A {data['type']} event with missing or unexpected fields: {e}.") from e
 
 
 def check_policy(policy: str, threshold: float | None) -> None:

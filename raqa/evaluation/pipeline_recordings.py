@@ -1,0 +1,110 @@
+"""Recorded pipeline runs (both papers in one run), so the When-to-retrieve tab replays an example at once.
+
+The same file format as the Ask tab's recordings (recordings.py): a header line, then one {"t", "event"} line per
+event, under `assets/recordings/pipeline/<question>--<policy>-<threshold>-<reader>.jsonl`. The header names the
+pipeline's choices instead of the Ask tab's form:
+
+    {"recording": 1, "kind": "pipeline", "question": ..., "choice": {policy, threshold, reader},
+     "model": ..., "reader": ..., "corpus": ..., "command": ..., "code_version": ..., ...}
+
+`record_pipeline` runs Service.pipeline (the stream the tab, the CLI and eval-pipeline read) and keeps each event
+with its time; `find_pipeline` matches a question and the tab's choices to a recording. Left out here: replaying
+(web/pipeline_tab.py) and reading events back (when_to_retrieve.pipeline.event_from_json).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from raqa import __version__
+from raqa.evaluation.recordings import FORMAT, RECORDINGS_DIR, Recording, read_recording, slug, write_lines
+from raqa.evaluation.records import provenance
+from raqa.reading.events import to_json
+
+PIPELINE_RECORDINGS_DIR = RECORDINGS_DIR / "pipeline"
+THRESHOLD_TOLERANCE = 0.005  # half the tab's slider step: a threshold shown as 0.70 matches one recorded at 0.698
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The pipeline section's choices (the arguments of Service.pipeline after the question)."""
+
+    policy: str = "adapt"
+    threshold: float | None = None  # None for never / always, which read no threshold
+    reader: str | None = None  # None: the page's default reader
+
+    def matches(self, other: Choice) -> bool:
+        """Same policy, the same threshold to within half a slider step (never / always read none), same reader
+        (None on either side: the default reader).
+
+        Example:
+            >>> Choice("adapt", 0.698, "base+judge").matches(Choice("adapt", 0.70, None))
+            True
+            >>> Choice("adapt", 0.698).matches(Choice("adapt", 0.72))
+            False
+        """
+        if self.policy != other.policy or None not in (self.reader, other.reader) and self.reader != other.reader:
+            return False
+        if self.policy in ("never", "always"):
+            return True
+        if self.threshold is None or other.threshold is None:
+            return self.threshold is other.threshold
+        return math.isclose(self.threshold, other.threshold, abs_tol=THRESHOLD_TOLERANCE)
+
+
+def record_pipeline(service, question: str, choice: Choice, command: str) -> Recording:
+    """Run the pipeline for the question on the service's models, keeping each event with its time."""
+    plan = service.plan(question, "iterative", "forward", 1, 15, True, False, choice.reader)  # the reader it uses
+    events = service.pipeline(question, choice.policy, choice.threshold, reader=choice.reader)
+    start = time.perf_counter()
+    timed = tuple((round(time.perf_counter() - start, 3), to_json(e)) for e in events)
+    model = service.adapt_model()
+    header = {
+        "recording": FORMAT,
+        "kind": "pipeline",
+        "question": question,
+        "choice": asdict(choice) | {"reader": plan.reader.name},
+        "model": getattr(model, "name", None),
+        "reader": plan.reader.label,
+        "corpus": f"{service.corpus_label} ({len(service.pages):,} pages)",
+        "command": command,
+        "raqa_version": __version__,
+        **provenance(),
+    }
+    return Recording(header, timed)
+
+
+def choice_of(recording: Recording) -> Choice:
+    return Choice(**recording.header["choice"])
+
+
+def _check_header(header: dict) -> None:
+    if header.get("kind") != "pipeline":
+        raise ValueError("not a pipeline recording")
+    Choice(**header["choice"])
+
+
+def read_pipeline_recording(path: Path) -> Recording:
+    """ValueError, naming the file, when it is not a pipeline recording."""
+    return read_recording(path, _check_header)
+
+
+def write_pipeline_recording(recording: Recording, folder: Path = PIPELINE_RECORDINGS_DIR) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    c = choice_of(recording)
+    threshold = "" if c.threshold is None or c.policy in ("never", "always") else f"-{c.threshold:.3f}"
+    name = f"{slug(recording.question)}--{c.policy}{threshold}-{slug(c.reader or 'default')}.jsonl"
+    return write_lines(recording, folder / name)
+
+
+def find_pipeline(recordings: Sequence[Recording], question: str, choice: Choice) -> Recording | None:
+    """The recording of this question (case and spacing aside) with these choices, if there is one."""
+    wanted = " ".join(str(question).split()).casefold()
+    for recording in recordings:
+        if " ".join(recording.question.split()).casefold() == wanted and choice_of(recording).matches(choice):
+            return recording
+    return None
