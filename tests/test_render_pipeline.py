@@ -39,3 +39,21 @@ def test_the_ret_table_marks_each_question_against_the_threshold():
     assert html.index("<td><bdi>b</bdi>") < html.index("&lt;img")  # lowest P(<RET>) first
     assert 'data-retrieving="2"' in ret_examples_html(examples, 0.1)
     assert "eval-pipeline" in ret_examples_html([], 0.5)
+
+
+def test_no_decision_badge_wears_the_green_of_a_supported_answer():
+    """Answering from memory is a decision, checked against no page: its badge must never look like Answered,
+    whatever the closed-book answer says ("The Titanic sank in 2014.")."""
+    import re
+
+    from raqa.config import ASSETS_DIR
+
+    css = (ASSETS_DIR / "style.css").read_text()
+    colour = {name: value for name, value in re.findall(r"^\.raqa-(\w+) \{ background: (#[0-9a-f]{6}); \}", css, re.M)}
+    html = ret_examples_html([{"question": "In which year did the Titanic sink?", "p_ret": 0.1,
+                               "closed_book": "The Titanic sank in 2014."}], 0.5)  # fmt: skip
+    used = re.findall(r'class="raqa-badge raqa-(\w+)"', html)
+    assert used == ["memory"] and colour["memory"] != colour["answered"]
+    from raqa.web.render_when_to_retrieve import DECISION_BADGES
+
+    assert all(colour[css_name] != colour["answered"] for css_name, _ in DECISION_BADGES.values())
