@@ -123,6 +123,7 @@ def test_compare_ret_writes_the_comparison_and_can_rescore_the_pipeline_record(r
     assert groups["training"]["auc"]["candidate"]["value"] == 1.0
     assert written["results"]["record_matches"]["baseline"] == {"nq": 0.0, "triviaqa": 0.0}
     assert written["command"].startswith("python -m raqa compare-ret --candidate")
+    assert written["corpus"].startswith("none")
     assert len(written["results"]["questions"]["test:nq"]) == 10
     figure = ret_signal_figure(written)
     assert len(figure.data) == 4 and "AUC 0.5 (baseline) vs 1.0 (candidate)" in figure.layout.annotations[0].text

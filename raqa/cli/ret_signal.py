@@ -104,6 +104,7 @@ def cmd_compare_ret(args: argparse.Namespace) -> int:
         "command": command,
         "sample": {"record": args.record, "record_command": record.get("command"), "training": args.training},
         "model": model.name,
+        "corpus": "none: P(<RET>) is asked of the question alone",
         "adapters": {label: _card_command(folder) for label, folder in (("baseline", args.baseline),
                                                                         ("candidate", args.candidate))},
         "seconds": round(time.perf_counter() - start, 1),
