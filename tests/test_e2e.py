@@ -337,7 +337,7 @@ def test_experiments_view_shows_every_committed_result_as_a_figure(page):
     assert page.locator(".raqa-experiment").count() == expected
     captions = page.locator(".raqa-caption").all_inner_texts()
     assert len(captions) == expected
-    assert all(any(f"python -m raqa {verb}" in c for verb in ("experiment", "eval-adapt", "eval-pipeline"))
+    assert all(any(f"python -m raqa {verb}" in c for verb in ("experiment", "eval-adapt", "eval-pipeline", "compare-ret"))
                for c in captions)  # fmt: skip
 
 
