@@ -58,7 +58,7 @@ class Choice:
 
 def record_pipeline(service, question: str, choice: Choice, command: str) -> Recording:
     """Run the pipeline for the question on the service's models, keeping each event with its time."""
-    plan = service.plan(question, "iterative", "forward", 1, 15, True, False, choice.reader)  # the reader it uses
+    plan = service.plan(question, reader=choice.reader)  # which reader the pipeline's default run reads with
     events = service.pipeline(question, choice.policy, choice.threshold, reader=choice.reader)
     start = time.perf_counter()
     timed = tuple((round(time.perf_counter() - start, 3), to_json(e)) for e in events)
