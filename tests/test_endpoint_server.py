@@ -27,7 +27,9 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def llama_server():
     if importlib.util.find_spec("llama_cpp") is None:
-        pytest.fail("llama.cpp's server is not installed: pip install -r requirements-server.txt (builds from source)")
+        pytest.fail(
+            "llama.cpp's server is not installed: pip install -r requirements-server.txt (builds from source; see its comment)"
+        )
     with llama_cpp_server(embedded_model_path()) as url:
         yield url
 

@@ -28,7 +28,9 @@ ALIAS = "smollm2"  # the model name the server answers to
 @contextlib.contextmanager
 def llama_cpp_server(gguf: Path, context_tokens: int = 4096) -> Iterator[str]:
     if importlib.util.find_spec("llama_cpp") is None:
-        raise RuntimeError("llama.cpp's server is not installed: pip install -r requirements-server.txt")
+        raise RuntimeError(
+            "llama.cpp's server is not installed: pip install -r requirements-server.txt (see its comment)"
+        )
     port = free_port()
     with tempfile.TemporaryDirectory() as tmp:
         log_path = Path(tmp) / "server.log"
