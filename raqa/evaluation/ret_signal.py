@@ -13,8 +13,8 @@ pipeline's adapt policy reads), as named adapters on one copy of the base weight
 and how spread out P(<RET>) is (a threshold can only separate questions whose probabilities differ).
 "More informative" = a higher test AUC on every test set. Both adapters' test values are also compared with the
 ones the record holds: one of them must reproduce them (the baseline's before `--update-record`, the candidate's
-after). `rescored_rows` gives the record's rows with the candidate's P(<RET>) in place of the baseline's. Left out here: training
-(training/when_to_retrieve.py) and scoring the pipeline (pipeline_scores.py).
+after). `rescored_rows` gives the record's rows with the candidate's P(<RET>) in place of the baseline's.
+Left out here: training (training/when_to_retrieve.py) and scoring the pipeline (pipeline_scores.py).
 """
 
 from __future__ import annotations

@@ -197,6 +197,6 @@ def ret_signal_summary(record: dict) -> str:
             f"≥ 0.5 on {spread['baseline']['at_or_above_half']:.0%} → {spread['candidate']['at_or_above_half']:.0%}</li>"
         )
     return (
-        f'<details class="raqa-pipe-summary"><summary><b>Class-balanced Adapt-LLM (one attempt)</b>: the candidate '
-        f"adapter ({esc(made_by)}) {verdict}.</summary><ul>{''.join(parts)}</ul></details>"
+        f'<details class="raqa-pipe-summary"><summary><b>Two Adapt-LLM adapters compared</b>: the candidate '
+        f"adapter ({esc(made_by)}) {verdict} than the baseline.</summary><ul>{''.join(parts)}</ul></details>"
     )
