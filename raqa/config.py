@@ -171,9 +171,13 @@ class RunSettings:
     answer_threshold: float = 0.5  # answer when P(ANSWER) / (P(ANSWER) + P(NOT)) reaches this
     shots: int = 2  # worked examples before the window (prompts.DEMONSTRATIONS)
     reader_mode: ReaderMode = "model"  # who answers (see ReaderMode); judge modes need an answer judge
-    judge_threshold: float = 0.5  # the judge finds an answer on a page when its P(answer) reaches this (its card)
+    judge_threshold: float = 0.5  # the judge finds an answer on a page when its score reaches this: P(answer)
+    #                               (its card's threshold), or with a support model its Weak support threshold
+    answered_threshold: float | None = None  # with a support model: an answer the judge agrees with is Answered
+    #                                          at or above this support, Weak support below; None = never Answered
     gate_threshold: float = 0.5  # judge reader modes: the window is answered only when the judge's best page
-    #                              reaches this (its card's gate for the window size, calibrated on dev windows)
+    #                              reaches this (support model: its Weak support threshold; else the card's gate
+    #                              for the window size, calibrated on dev windows)
 
     def replace(self, **changes: object) -> RunSettings:
         return replace(self, **changes)

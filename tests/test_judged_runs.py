@@ -24,6 +24,7 @@ class ScriptedJudge:
     """Reads the Mona Lisa page (p3) as stating `answer` with P = p_on_p3; every other page as 0.05."""
 
     threshold = 0.6
+    support = None  # no support model: badges by agreement alone
 
     def gate(self, window: int) -> float:
         return 0.6 + window / 100
@@ -39,6 +40,9 @@ class ScriptedJudge:
             else JudgeReading(0.05, p.title, None)
             for p in pages
         ]
+
+    def read_ranked(self, question, hits):
+        return self.read(question, [h.page for h in hits])
 
 
 def verdicts(events) -> list[WindowVerdict]:
@@ -92,9 +96,11 @@ def test_every_window_carries_the_judges_reading_of_each_page(tiny_index, script
     )
     for v in verdicts(events):
         assert v.judge is not None and len(v.judge) == len(v.hits)
-    assert judge.calls == [[h.page.id for h in v.hits] for v in verdicts(events)]  # one call a window
+    # one call a run: every retrieved page in rank order, so a page's support can weigh the other pages
+    retrieved = next(e for e in events if type(e).__name__ == "Retrieved").hits
+    assert judge.calls == [[h.page.id for h in retrieved]]
     line = json.loads(json.dumps(to_json(verdicts(events)[0])))
-    assert set(line["judge"][0]) == {"p_answer", "answer", "sentence"}
+    assert set(line["judge"][0]) == {"p_answer", "answer", "sentence", "support"}
 
 
 def test_model_and_judge_asks_the_model_only_where_the_judge_finds_an_answer(tiny_index, scripted):
@@ -136,7 +142,9 @@ def test_a_judge_reader_without_a_judge_fails_clearly(tiny_index, scripted):
 def test_check_agreement_names_a_page_outside_the_window(tiny_index):
     hits = tuple(tiny_index.search(QUESTION, 2))
     readings = [JudgeReading(0.9, "x", None)] * len(hits)
-    check = check_agreement(parse_reply("ANSWER: Leonardo\nPAGE: p99\nSENTENCE: 1"), hits, readings, 0.5)
+    check = check_agreement(
+        parse_reply("ANSWER: Leonardo\nPAGE: p99\nSENTENCE: 1"), hits, readings, RunSettings(judge_threshold=0.5)
+    )
     assert not check.supported and "not in this window" in check.note
 
 
@@ -170,7 +178,15 @@ def test_an_answer_that_only_repeats_the_question_is_never_answered(tiny_index):
     hits = tuple(tiny_index.search(QUESTION, 2))
     readings = [JudgeReading(0.9, "gold", "Gold is a metal.")] * len(hits)
     cited = hits[0].page.id
-    check = check_agreement(parse_reply(f"ANSWER: Gold\nPAGE: {cited}\nSENTENCE: 1"), hits, readings, 0.5, question)
+    check = check_agreement(
+        parse_reply(f"ANSWER: Gold\nPAGE: {cited}\nSENTENCE: 1"),
+        hits,
+        readings,
+        RunSettings(judge_threshold=0.5),
+        question,
+    )
     assert not check.supported and "repeats words of the question" in check.note
     right = [JudgeReading(0.9, "Au", "Its symbol is Au.")] * len(hits)
-    assert check_agreement(parse_reply(f"ANSWER: Au\nPAGE: {cited}\nSENTENCE: 1"), hits, right, 0.5, question).supported
+    assert check_agreement(
+        parse_reply(f"ANSWER: Au\nPAGE: {cited}\nSENTENCE: 1"), hits, right, RunSettings(judge_threshold=0.5), question
+    ).supported

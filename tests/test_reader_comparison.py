@@ -86,6 +86,10 @@ class NessieJudge:
     """Reads page 6 as stating "Nessie" (P 0.9), every other page as stating nothing (P 0.05)."""
 
     threshold = 0.5
+    support = None  # no support model
+
+    def read_ranked(self, question, hits):
+        return self.read(question, [h.page for h in hits])
 
     def read(self, question, pages):
         from raqa.reading.judge import JudgeReading

@@ -79,3 +79,26 @@ def cmd_calibrate_judge(args: argparse.Namespace) -> int:
         return error(e)
     print(json.dumps({"thresholds": gate["thresholds"], "windows": gate["windows"]}))
     return 0
+
+
+def cmd_fit_support(args: argparse.Namespace) -> int:
+    """Fit the judge's support model and the badge's thresholds (support.json); JSON summary on stdout."""
+    from raqa.config import default_cache_dir
+    from raqa.models.base import ModelError
+    from raqa.training.support_fit import fit_folder
+
+    if not 0 < args.precision <= 1 or not 0 <= args.max_unanswerable <= 1 or not 2 <= args.folds <= 20:
+        return error("--precision must be in (0, 1], --max-unanswerable in [0, 1], --folds from 2 to 20.")
+    command = (
+        f"python -m raqa fit-support --precision {args.precision} --max-unanswerable {args.max_unanswerable} "
+        f"--folds {args.folds} --out {args.out}"
+    )
+    cache = Path(args.cache or default_cache_dir())
+    try:
+        model = fit_folder(Path(args.out), cache, command, args.folds, args.precision, args.max_unanswerable, say)
+    except (ModelError, KeyError) as e:
+        return error(e)
+    print(
+        json.dumps({"weak": model.weak, "answered": model.answered, "auc": model.card["auc"], "dev": model.card["dev"]})
+    )
+    return 0

@@ -251,6 +251,14 @@ def _train_judge(sub) -> None:
     gate.add_argument("--out", default="assets/judge", help="the judge folder whose card gets the gate")
     gate.add_argument("--cache", help="cache folder for the index (env RAQA_CACHE)")
     gate.set_defaults(func=command("judge:cmd_calibrate_judge"))
+    support = sub.add_parser("fit-support", help="fit the support probability and the badge's thresholds on dev")
+    support.add_argument("--precision", type=float, default=0.9, help="what a green (Answered) badge must reach on dev")
+    support.add_argument("--max-unanswerable", type=float, default=0.2,
+                         help="share of unanswerable dev questions that may still end with an answer")  # fmt: skip
+    support.add_argument("--folds", type=int, default=5, help="folds of dev questions for the out-of-fold choice")
+    support.add_argument("--out", default="assets/judge", help="the judge folder that gets support.json")
+    support.add_argument("--cache", help="cache folder for the index (env RAQA_CACHE)")
+    support.set_defaults(func=command("judge:cmd_fit_support"))
 
 
 def _train_adapt(sub) -> None:

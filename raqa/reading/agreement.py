@@ -4,9 +4,10 @@ The lexical grounding check (grounding.py) asks whether the cited page states th
 about the question; it cannot tell a right answer from a wrong name copied from a related sentence ("Osaka"
 from a sentence about Japan). Here the judge (judge.py) reads the cited page itself and extracts the answer
 it finds there; the answer is **Answered** only when the cited page is in the window, the judge finds an answer
-on it (its probability reaches its threshold), and the two answers agree: one normalised answer contains the
-other, or their token F1 is at least MIN_F1. An answer made only of the question's own words is no answer. Otherwise it is **Unsupported**, and the note says what the page
-does say. Left out here: running the judge (engine.py) and the lexical check (grounding.py).
+on it (its score reaches its threshold), and the two answers agree: one normalised answer contains the
+other, or their token F1 is at least MIN_F1; with a support model (support.py) Answered needs the page's support
+to reach the Answered threshold, and an agreeing answer below it is Weak support. An answer made only of the
+question's own words is no answer. Otherwise it is **Unsupported**, and the note says what the page does say. Left out here: running the judge (engine.py) and the lexical check (grounding.py).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 
+from raqa.config import RunSettings
 from raqa.reading.grounding import Grounding
 from raqa.reading.judge import JudgeReading, sentence_number
 from raqa.reading.prompts import ParsedReply
@@ -66,9 +68,18 @@ def restates_question(answer: str, question: str) -> bool:
 
 
 def check_agreement(
-    reply: ParsedReply, window: Sequence[Hit], readings: Sequence[JudgeReading], threshold: float, question: str = ""
+    reply: ParsedReply,
+    window: Sequence[Hit],
+    readings: Sequence[JudgeReading],
+    settings: RunSettings,
+    question: str = "",
 ) -> Grounding:
-    """The badge for an answer reply: agreement between the model and the judge on the page the model cites."""
+    """The badge for an answer reply: agreement between the model and the judge on the page the model cites.
+
+    The judge finds an answer on the page when its score (support, or P(answer) without a support model) reaches
+    settings.judge_threshold. An agreeing answer is Answered; with a support model, only at or above
+    settings.answered_threshold, and Weak support below it (`weak`).
+    """
     if reply.kind != "answer" or reply.answer is None:
         return Grounding(False, "No answer to check.")
     if question and restates_question(reply.answer, question):
@@ -79,15 +90,37 @@ def check_agreement(
     if position is None:
         return Grounding(False, f"The reply cites page {reply.page_id}, which is not in this window.")
     page_id, reading = reply.page_id, readings[position]
-    if reading.answer is None or reading.p_answer < threshold or restates_question(reading.answer, question):
+    if (
+        reading.answer is None
+        or reading.score < settings.judge_threshold
+        or restates_question(reading.answer, question)
+    ):
         return Grounding(
             False,
-            f"The judge finds no answer to the question on page {page_id} (P = {reading.p_answer:.2f}).",
+            f"The judge finds no answer to the question on page {page_id} ({score_text(reading)}).",
             page_id,
+            support=reading.support,
         )
     sentence = sentence_number(window[position].page.text, reading.sentence)
     if agrees(reply.answer, reading.answer):
-        note = f"The judge reads page {page_id} and finds the same answer: {reading.answer!r}."
-        return Grounding(True, note, page_id, sentence, reading.sentence)
+        weak = is_weak(reading, settings)
+        note = f"The judge reads page {page_id} and finds the same answer: {reading.answer!r} ({score_text(reading)})."
+        if weak:
+            note += " Answers with this little support are often wrong: treat it as unsure."
+        return Grounding(True, note, page_id, sentence, reading.sentence, reading.support, weak)
     note = f"Page {page_id} says {reading.answer!r}, not {reply.answer!r} (the judge's reading)."
-    return Grounding(False, note, page_id, sentence, reading.sentence)
+    return Grounding(False, note, page_id, sentence, reading.sentence, reading.support)
+
+
+def is_weak(reading: JudgeReading, settings: RunSettings) -> bool:
+    """Whether a page's support earns only Weak support: below the Answered threshold, or none is set."""
+    return reading.support is not None and (
+        settings.answered_threshold is None or reading.support < settings.answered_threshold
+    )
+
+
+def score_text(reading: JudgeReading) -> str:
+    """The judge's numbers for one page, as the notes quote them."""
+    if reading.support is None:
+        return f"P = {reading.p_answer:.2f}"
+    return f"support {reading.support:.2f}, P = {reading.p_answer:.2f}"

@@ -32,7 +32,7 @@ from raqa.reading.events import (
     WindowStarted,
     WindowVerdict,
 )
-from raqa.reading.judge import AnswerJudge
+from raqa.reading.judge import AnswerJudge, JudgeReading
 from raqa.reading.judged import best, judge_decides, judge_reply
 from raqa.reading.prompts import (
     ANSWER_WORD,
@@ -95,10 +95,18 @@ def prompt(question: str, hits: Sequence[Hit], backend: Backend, settings: RunSe
     )  # fmt: skip
 
 
-def _verdict(kind: str, supported: bool) -> Verdict:
+def _verdict(kind: str, check: grounding.Grounding | None) -> Verdict:
     if kind == "answer":
-        return "answered" if supported else "unsupported"
+        if check is None or not check.supported:
+            return "unsupported"
+        return "weak" if check.weak else "answered"
     return "not_found" if kind == "not_found" else "unparseable"
+
+
+def accepted(verdict: Verdict, settings: RunSettings) -> bool:
+    """Whether a window's verdict ends an iterative run: an answer the judge supports (Answered or Weak
+    support), or, unless grounded_only, any answer."""
+    return verdict in ("answered", "weak") or (verdict == "unsupported" and not settings.grounded_only)
 
 
 def read_window(
@@ -109,21 +117,24 @@ def read_window(
     backend: Backend,
     settings: RunSettings,
     judge: AnswerJudge | None = None,
+    readings: tuple[JudgeReading, ...] | None = None,
 ) -> Iterator[RunEvent]:
     """Read one window; yields WindowStarted, ReplyDelta*, WindowVerdict.
 
-    With a judge, it reads every page of the window first (one batched forward pass): its readings go into
-    the verdict, settle the window when the reader mode says so (judged.py), and decide the badge of the
-    model's answer (agreement.py). Without one, the badge comes from the lexical grounding check.
+    With a judge, every page of the window is read by it (run() reads all retrieved pages at once and passes
+    their readings, with support; alone, the window's pages are read here): its readings go into the verdict,
+    settle the window when the reader mode says so (judged.py), and decide the badge of the model's answer
+    (agreement.py). Without one, the badge comes from the lexical grounding check.
     """
     start = time.perf_counter()
     if settings.reader_mode != "model" and judge is None:
         raise ModelError("This reader needs the answer judge (assets/judge), which is not loaded.")
-    readings = tuple(judge.read(question, [h.page for h in hits])) if judge is not None else None
+    if readings is None and judge is not None:
+        readings = tuple(judge.read_ranked(question, hits))
     if readings is not None and judge_decides(readings, settings):
         yield WindowStarted(number, of, hits, 0)
         reply, check = judge_reply(hits, readings, settings)
-        verdict = _verdict(reply.kind, bool(check and check.supported))
+        verdict = _verdict(reply.kind, check)
         p_judge = readings[best(readings)].p_answer
         yield WindowVerdict(number, hits, verdict, reply, check, p_judge, 0, 0, time.perf_counter() - start, readings)
         return
@@ -143,11 +154,11 @@ def read_window(
     check = None
     if reply.kind == "answer":
         check = (
-            check_agreement(reply, hits, readings, settings.judge_threshold, question)
+            check_agreement(reply, hits, readings, settings, question)
             if readings is not None
             else grounding.check(reply, hits, question)
         )
-    verdict = _verdict(reply.kind, bool(check and check.supported))
+    verdict = _verdict(reply.kind, check)
     seconds = time.perf_counter() - start
     yield WindowVerdict(
         number,
@@ -205,19 +216,20 @@ def run(
         plan = [fitted]
     else:
         plan = windows(hits, settings.window, settings.order)
+    # the judge reads every retrieved page once, so each page's support can weigh what the other pages say
+    ranked = dict(zip((h.page.id for h in hits), judge.read_ranked(question, hits), strict=True)) if judge else None
     verdicts: list[WindowVerdict] = []
     for number, window in enumerate(plan, start=1):
+        readings = tuple(ranked[h.page.id] for h in window) if ranked is not None else None
         try:
-            for event in read_window(question, window, number, len(plan), backend, settings, judge):
+            for event in read_window(question, window, number, len(plan), backend, settings, judge, readings):
                 yield event
                 if isinstance(event, WindowVerdict):
                     verdicts.append(event)
         except ModelError as e:  # a model or server failure ends the run with a message, not a crash
             yield RunFailed(f"The model failed on window {number}: {e}")
             return
-        last = verdicts[-1]
-        accepted = last.verdict == "answered" or (last.verdict == "unsupported" and not settings.grounded_only)
-        if accepted:
+        if accepted(verdicts[-1].verdict, settings):
             break
     yield _final(question, settings, verdicts, topk_tokens, time.perf_counter() - start)
 
@@ -230,7 +242,7 @@ def _final(
     seconds: float,
 ) -> Final:
     last = verdicts[-1]
-    answered = last.verdict == "answered" or (last.verdict == "unsupported" and not settings.grounded_only)
+    answered = accepted(last.verdict, settings)
     check = last.grounding if answered else None
     return Final(
         question=question,

