@@ -290,16 +290,18 @@ def _a_lesson_step_loads_its_settings_and_replays(tab) -> None:
 
 
 def _the_examples_behave(tab) -> None:
-    """Every example under the question box, with the page's defaults. The badge never lies: no example ends
-    Answered with a wrong answer, and the ones the corpus cannot answer end with Not found. The answerable ones
-    end right and Answered, all but one: on "the chemical symbol for gold" the 135M model writes "Gold is a
-    chemical element", the judge shows that the page says "Au", and the run ends Not found (README)."""
+    """Every example under the question box, with the page's defaults, and one fresh question. The badge never
+    lies: nothing ends green (Answered) on a wrong answer, and the questions the corpus cannot answer end with Not
+    found. With the support model no threshold reached 90% precision on dev, so right answers end amber (Weak
+    support, "unsure") or, where their support is below Weak, Not found (the Titanic's "1912", README); and the
+    fresh question whose page calls the Atlantic the *second* largest ocean never ends green."""
     import json
 
     from raqa.text import normalize_answer
 
     examples = json.loads((ROOT / "assets" / "examples.json").read_text())
     expected = [(e["question"], e["answer"]) for e in examples["in_corpus"]] + [(q, None) for q in examples["outside"]]
+    expected.append(("Which is the largest of Earth's oceans?", "Pacific"))
     outcomes = {}
     for question, _ in expected:
         tab.locator("#raqa-question textarea").fill(question)
@@ -318,8 +320,11 @@ def _the_examples_behave(tab) -> None:
     }
     assert not lies, f"Answered on a wrong answer: {lies}"
     assert all(outcomes[q][0] == "not_found" for q, answer in expected if answer is None), outcomes
-    solved = [q for q, answer in expected if answer and outcomes[q][0] == "answered" and right(answer, outcomes[q][1])]
-    assert len(solved) >= len(examples["in_corpus"]) - 1, outcomes
+    assert outcomes["Which is the largest of Earth's oceans?"][0] != "answered", outcomes
+    solved = [q for q, a in expected if a and outcomes[q][0] in ("answered", "weak") and right(a, outcomes[q][1])]
+    assert len(solved) >= 2, outcomes
+    amber = tab.locator('.raqa-answer[data-verdict="weak"]')
+    assert amber.count() >= 1 and "unsure" in amber.first.inner_text()
 
 
 def test_experiments_view_shows_every_committed_result_as_a_figure(page):

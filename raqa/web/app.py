@@ -18,6 +18,7 @@ import gradio as gr
 from raqa.config import ASSETS_DIR, K_RANGE, WINDOW_RANGE, RunSettings
 from raqa.evaluation.recordings import RECORDINGS_DIR
 from raqa.reading.readers import BASE_READER
+from raqa.reading.support import shipped as shipped_support
 from raqa.service import Service
 from raqa.web.ask_tab import (
     STRATEGIES,
@@ -154,7 +155,8 @@ def build_demo(service: Service, recordings_dir: Path = RECORDINGS_DIR, results_
                         elem_id="raqa-reader",
                     )
             answers = gr.HTML(elem_id="raqa-answers")
-            gr.HTML(badge_legend(service.judge_loader is not None or service.judge is not None), elem_id="raqa-legend")
+            has_judge = service.judge_loader is not None or service.judge is not None
+            gr.HTML(badge_legend(has_judge, shipped_support() if has_judge else None), elem_id="raqa-legend")
             windows = gr.HTML(RunView().windows_html(), elem_id="raqa-windows")
             with gr.Row():
                 scores = gr.Plot(

@@ -25,6 +25,7 @@ EXPERIMENT_ORDER = [
     "unanswerable",
     "reading_defaults",
     "reader_comparison",
+    "badges",
     "when_to_retrieve",
     "pipeline",
     "ret_signal",

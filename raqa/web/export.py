@@ -27,7 +27,7 @@ def md(text: object) -> str:
     return MARKDOWN_SPECIAL.sub(r"\\\1", " ".join(str(text).split()))
 
 
-VERDICT_WORDS = {"answered": "Answered", "unsupported": "Unsupported", "not_found": "Not found",
+VERDICT_WORDS = {"answered": "Answered", "weak": "Weak support", "unsupported": "Unsupported", "not_found": "Not found",
                  "unparseable": "Unparseable"}  # fmt: skip
 
 

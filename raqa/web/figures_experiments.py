@@ -272,6 +272,35 @@ def reading_defaults_figure(record: dict) -> go.Figure:
     return figure
 
 
+BADGE_MEASURES = (
+    ("green badges right", "answered_precision"),
+    ("amber (Weak support) right", "weak_precision"),
+    ("questions ending right and green", "right_and_answered"),
+    ("unanswerable questions ending with an answer", "unanswerable_with_answer"),
+)
+
+
+def badges_figure(record: dict) -> go.Figure:
+    """eval-badges: per question, before (the judge's P alone) and after (the support model), per dataset."""
+    results = record["results"]
+    datasets = list(results)
+    figure = make_subplots(rows=1, cols=len(datasets), subplot_titles=[
+        f"{d} test, n={results[d]['per_question']['after']['questions']}" for d in datasets])  # fmt: skip
+    for col, dataset in enumerate(datasets, start=1):
+        for colour, rule in zip(COLOURS, ("before", "after"), strict=False):
+            figures = results[dataset]["per_question"][rule]
+            estimates = [figures[key] for _, key in BADGE_MEASURES]
+            shown = [e if e.get("n") and e.get("value") == e.get("value") else {"value": None} for e in estimates]
+            figure.add_bar(x=[label for label, _ in BADGE_MEASURES], y=[e["value"] for e in shown],
+                           error_y=_errors(shown), name=rule, marker_color=colour, legendgroup=rule,
+                           showlegend=col == 1, text=[f"n={e.get('n', 0)}" for e in estimates],
+                           textposition="outside", row=1, col=col)  # fmt: skip
+    figure.add_hline(y=0.9, line_dash="dash", annotation_text="target for green: 90%")
+    figure.update_layout(title="The badge per question, the page's defaults: before and after the support model",
+                         yaxis=dict(tickformat=".0%", range=[0, 1.1]), barmode="group", **_LAYOUT)  # fmt: skip
+    return figure
+
+
 FIGURES = {
     "recall": recall_figure,
     "reading_defaults": reading_defaults_figure,
@@ -280,4 +309,5 @@ FIGURES = {
     "negative_windows": negative_windows_figure,
     "unanswerable": unanswerable_figure,
     "reader_comparison": reader_comparison_figure,
+    "badges": badges_figure,
 }

@@ -15,6 +15,7 @@ from raqa.retrieval.index import Hit
 
 VERDICT_COLOURS = {
     "answered": "#1a7f37",
+    "weak": "#a15c00",
     "unsupported": "#cf222e",
     "not_found": "#8c959f",
     "unparseable": "#bf8700",

@@ -3,6 +3,7 @@ corpus actually loaded."""
 
 from __future__ import annotations
 
+from raqa.reading.support import SupportModel
 from raqa.service import Service
 from raqa.web.render import esc
 
@@ -14,14 +15,38 @@ ATTRIBUTION = (
 )
 
 
-def badge_legend(with_judge: bool) -> str:
-    """What each badge means, as the page applies it (the answer judge's agreement, or the lexical check)."""
-    answered = (
-        "the answer judge, reading the page the model cites, finds an answer there and it agrees with the model's "
-        "(one contains the other, or they share most words)"
-        if with_judge
-        else "the cited page is in the window and a sentence of it about the question states the answer"
-    )
+def _rate(estimate: dict) -> str:
+    if not estimate.get("n"):
+        return "not measured"
+    return f"{estimate['value']:.0%} (95% interval {estimate['low']:.0%}–{estimate['high']:.0%}, n = {estimate['n']})"
+
+
+def badge_legend(with_judge: bool, support: SupportModel | None = None) -> str:
+    """What each badge means, as the page applies it: the judge's agreement with the support model's two
+    thresholds and their measured precision, the judge's agreement alone, or the lexical check."""
+    if with_judge and support is not None:
+        dev = support.card.get("dev", {})
+        answered = (
+            f"the answer judge, reading the page the model cites, finds the same answer there with support of at "
+            f"least {support.answered:.2f}; on held-out dev questions such answers were right "
+            f"{_rate(dev.get('answered_precision', {}))}"
+            if support.answered is not None
+            else "never shown with this judge: on held-out dev questions no support level made green answers right "
+            f"{support.card.get('rules', {}).get('precision', 0.9):.0%} of the time, so it vouches for no answer"
+        )
+        weak = (
+            '<span class="raqa-badge raqa-weak">Weak support</span> the judge finds the same answer on the cited '
+            f"page, but with support from {support.weak:.2f} only: unsure; on held-out dev questions such answers "
+            f"were right {_rate(dev.get('weak_precision', {}))}; "
+        )
+    else:
+        answered = (
+            "the answer judge, reading the page the model cites, finds an answer there and it agrees with the model's "
+            "(one contains the other, or they share most words)"
+            if with_judge
+            else "the cited page is in the window and a sentence of it about the question states the answer"
+        )
+        weak = ""
     unsupported = (
         "the model answered, but the cited page is not in the window, or the judge finds no answer on it, or a "
         "different one (the window shows what the page says)"
@@ -30,7 +55,7 @@ def badge_legend(with_judge: bool) -> str:
     )
     return (
         '<div class="raqa-legend"><b>Badges</b>: '
-        f'<span class="raqa-badge raqa-answered">Answered</span> {answered}; '
+        f'<span class="raqa-badge raqa-answered">Answered</span> {esc(answered)}; {weak}'
         f'<span class="raqa-badge raqa-unsupported">Unsupported</span> {unsupported}; '
         '<span class="raqa-badge raqa-not-found">Not found</span> the reader declined; '
         '<span class="raqa-badge raqa-unparseable">Unparseable</span> the reply broke the format. '

@@ -27,6 +27,7 @@ from raqa.text import split_sentences
 
 BADGES = {
     "answered": ("answered", "Answered"),
+    "weak": ("weak", "Weak support"),
     "unsupported": ("unsupported", "Unsupported"),
     "not_found": ("not-found", "Not found"),
     "unparseable": ("unparseable", "Unparseable"),
@@ -85,9 +86,10 @@ def judge_html(v: WindowVerdict) -> str:
         if reading.answer
         else ""
     )
+    support = f" (support {reading.support:.2f})" if reading.support is not None else ""
     return (
         '<div class="raqa-judge" title="An extractive reader fine-tuned to find the answer in one page, or none">'
-        f"Answer judge: P(this window states the answer) {reading.p_answer:.2f}{says}</div>"
+        f"Answer judge: P(this window states the answer) {reading.p_answer:.2f}{support}{says}</div>"
     )
 
 
@@ -151,12 +153,17 @@ class RunView:
             )
         where = f" from page {esc(f.page_id)}" if f.page_id else ""
         evidence = f'<blockquote class="raqa-quote" dir="auto">{esc(f.passage)}</blockquote>' if f.passage else ""
-        warning = (
-            '<div class="raqa-warning">The check could not confirm this answer on the page it cites: '
-            "treat it as invented.</div>"
-            if f.supported is False
-            else ""
-        )
+        warning = ""
+        if f.supported is False:
+            warning = (
+                '<div class="raqa-warning">The check could not confirm this answer on the page it cites: '
+                "treat it as invented.</div>"
+            )
+        elif f.verdict == "weak":
+            warning = (
+                '<div class="raqa-warning raqa-unsure">The judge finds the same answer on the page, but with too little '
+                "support to vouch for it: unsure, check it yourself.</div>"
+            )
         return (
             f'<div class="raqa-answer" data-question="{esc(self.question)}" data-verdict="{esc(f.verdict)}">'
             f"<b>{esc(self.title)}:</b> {badge(f.verdict)} "
@@ -177,6 +184,11 @@ class RunView:
         confidence = ""
         if v is not None and v.p_answer is not None:
             confidence = f'<span class="raqa-meta" title="P(ANSWER) against P(NOT FOUND) for the first word">P(answer) {v.p_answer:.2f}</span>'
+        if v is not None and v.grounding is not None and v.grounding.support is not None:
+            confidence += (
+                '<span class="raqa-meta raqa-support" title="P(the answer is right), from the answer judge and the '
+                f'other retrieved pages (support.py)"> · support {v.grounding.support:.2f}</span>'
+            )
         status = badge(v.verdict) if v else badge("reading")
         evidence_page = v.grounding.page_id if v and v.grounding else None
         evidence_sentence = v.grounding.sentence if v and v.grounding and v.grounding.supported else None
