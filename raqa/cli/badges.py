@@ -1,0 +1,69 @@
+"""`eval-badges`: the badge measured per question on NQ-open and TriviaQA test, before and after the support model.
+
+Runs each question with the page's defaults under both badge rules (evaluation/badges.py), one row per question in
+a resumable JSONL, and writes `assets/results/badges-<datasets>.json` with `per_question` figures per dataset.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import time
+from pathlib import Path
+
+from tqdm import tqdm
+
+from raqa.cli.output import error, say
+from raqa.cli.parser import app_config
+from raqa.evaluation import records
+from raqa.models.base import ModelError
+from raqa.retrieval.corpus import CorpusError
+
+
+def shuffled(items: list, seed: int) -> list:
+    return random.Random(seed).sample(items, len(items))
+
+
+def cmd_eval_badges(args: argparse.Namespace) -> int:
+    from raqa.config import RunSettings
+    from raqa.evaluation.badges import RuleJudge, run_rows, score
+    from raqa.evaluation.positives import PositiveIndex
+    from raqa.evaluation.questions import QuestionsError, load_questions
+    from raqa.service import Service
+
+    try:
+        if args.limit < 1:
+            raise ValueError(f"--limit must be 1 or more, got {args.limit}.")
+        # a seeded shuffle, then the first --limit: a smaller limit is a prefix, so a run stopped early is scored by
+        # rerunning with the limit it reached (every row is already there)
+        tests = {d: shuffled(load_questions(d, "test"), args.seed)[: args.limit] for d in args.datasets}
+        service = Service.load(app_config(args), progress=say)
+        reader, backend, base, judge = service.reading(None, RunSettings())
+        if judge is None or judge.support is None:
+            raise ModelError("eval-badges needs the answer judge with its support model (assets/judge/support.json).")
+    except (ValueError, QuestionsError, CorpusError, ModelError) as e:
+        return error(e)
+    start = time.perf_counter()
+    rows_path = Path(args.rows) if args.rows else service.config.cache_dir / "eval-badges" / "rows.jsonl"
+    # interleaved, so a run stopped early still covers every dataset evenly
+    items = [(d, tests[d][i]) for i in range(args.limit) for d in args.datasets if i < len(tests[d])]
+    rows = run_rows(items, service.index, backend, judge, base, PositiveIndex(service.pages), rows_path,
+                    lambda work: tqdm(work, desc="eval-badges (questions left)", unit="q"))  # fmt: skip
+    command = f"python -m raqa eval-badges --datasets {','.join(args.datasets)} --limit {args.limit} --seed {args.seed}"
+    about = {
+        "command": command,
+        "sample": {"split": "test", "limit": args.limit, "seed": args.seed, "questions": len(rows)},
+        "model": backend.name,
+        "reader": reader.name,
+        "corpus": f"{service.corpus_label} ({len(service.pages):,} pages)",
+        "settings": {"retrieval": f"BM25 top {base.k}, iterative windows of {base.window}, {base.order}",
+                     "before": {"gate": RuleJudge(judge, None, {}).gate(base.window),
+                                "judge_threshold": judge.threshold},
+                     "after": {"weak": judge.support.weak, "answered": judge.support.answered,
+                               "support_model": judge.support.card.get("command")}},
+        "seconds": round(time.perf_counter() - start, 1),
+    }  # fmt: skip
+    path = records.write("badges", "+".join(args.datasets), score(rows), about,
+                         Path(args.out) if args.out else records.RESULTS_DIR)  # fmt: skip
+    say(f"wrote {path}")
+    return 0
