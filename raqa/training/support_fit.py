@@ -254,19 +254,19 @@ def card_section(support: dict) -> str:
 
 ## Support probability and the badge (`support.json`)
 One probability per answer that the judge's extraction on a page is right, from a logistic regression on what is
-known about it among BM25's top {CONTEXT_RANKS} pages (standardised weights: {weights}). Fitted on
-{support["rows"]["pages"]} pages ({support["rows"]["right"]} right extractions) of {support["rows"]["questions"]}
-{support["data"]}; thresholds chosen on {support["rules"]["folds"]}-fold out-of-fold probabilities, simulating a
-run with the page's defaults that ends at the first page reaching Weak support. Made by `{support["command"]}`
-({support["seconds"]:.0f} s).
+known about it among BM25's top {CONTEXT_RANKS} pages. Fitted on {support["rows"]["pages"]:,} pages
+({support["rows"]["right"]} right extractions) of {support["rows"]["questions"]:,} {support["data"]}; thresholds
+chosen on {support["rules"]["folds"]}-fold out-of-fold probabilities, simulating a run with the page's defaults that
+ends at the first page reaching Weak support. Made by `{support["command"]}` ({support["seconds"]:.0f} s).
+Standardised weights: {weights}.
 
 - AUC of right vs wrong extractions: support {support["auc"]["support_out_of_fold"]:.3f} (out of fold), the judge's
   P(answer) alone {support["auc"]["judge_p_alone"]:.3f}
 - {green}
-- **Weak support** from support {support["weak"]:.4f} (the lowest at which at most
-  {support["rules"]["max_unanswerable"]:.0%} of dev questions with no answer in the corpus end with one): right
+- **Weak support** from support {support["weak"]:.4f}, the lowest at which at most
+  {support["rules"]["max_unanswerable"]:.0%} of dev questions with no answer in the corpus end with one: right
   {pct(dev["weak_precision"])}
-- dev questions ending with an answer: {pct(dev["ended_with_answer"])}; right and green {pct(dev["right_and_answered"])};
-  unanswerable ones ending with an answer {pct(dev["unanswerable_with_answer"])}
+- dev questions ending with an answer: {pct(dev["ended_with_answer"])}; right and green
+  {pct(dev["right_and_answered"])}; unanswerable ones ending with an answer {pct(dev["unanswerable_with_answer"])}
 
 The simulation takes the judge's answer as the model's (runs keep a model answer only where the two agree)."""
