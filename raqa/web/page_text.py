@@ -36,7 +36,7 @@ def badge_legend(with_judge: bool, support: SupportModel | None = None) -> str:
         )
         weak = (
             '<span class="raqa-badge raqa-weak">Weak support</span> the judge finds the same answer on the cited '
-            f"page, but with support from {support.weak:.2f} only: unsure; on held-out dev questions such answers "
+            f"page, but with support from {support.weak:.3f} only: unsure; on held-out dev questions such answers "
             f"were right {_rate(dev.get('weak_precision', {}))}; "
         )
     else:
