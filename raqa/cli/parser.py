@@ -88,7 +88,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     # in the order `--help` has always listed them
     verbs = (_ask, _bench, _experiment, _train_reader, _route, _train_adapt, _eval_adapt, _load_test, _soak, _batch)
-    for add in (*verbs, _scale_bench):
+    for add in (*verbs, _scale_bench, _deploy_space):
         add(sub)
     _train_judge(sub)
     _record(sub)
@@ -313,3 +313,11 @@ def _scale_bench(sub) -> None:
     scale.add_argument("--work", help="folder for the generated corpus and its index (default: a temp folder)")
     scale.add_argument("--out", help="write the measurements as JSON here")
     scale.set_defaults(func=command("ops:cmd_scale_bench"))
+
+
+def _deploy_space(sub) -> None:
+    deploy = sub.add_parser("deploy-space", help="upload this checkout's files to a Hugging Face Space (HF_TOKEN)")
+    deploy.add_argument("space", help="the Space's id, OWNER/NAME; created (Gradio SDK) if it does not exist")
+    deploy.add_argument("--dry-run", action="store_true", help="list each file, its size and storage; upload nothing")
+    deploy.add_argument("--private", action="store_true", help="create the Space private (an existing one is kept)")
+    deploy.set_defaults(func=command("ops:cmd_deploy_space"))
