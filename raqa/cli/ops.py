@@ -1,5 +1,6 @@
 """`bench`, `load-test`, `soak`, `scale-bench`: measurements of this machine, each written as a JSON record;
-`deploy-space`: this checkout as a Hugging Face Space (raqa/ops/deploy_space.py).
+`time-start`: `python app.py` to a usable page (raqa/ops/page_start.py); `deploy-space`: this checkout as a
+Hugging Face Space (raqa/ops/deploy_space.py).
 
 The measuring lives in raqa.ops; here the options become its arguments, and its results a summary line on
 stdout and a record at --out (built in raqa.ops with records.provenance(), like every record).
@@ -8,6 +9,7 @@ stdout and a record at --out (built in raqa.ops with records.provenance(), like 
 from __future__ import annotations
 
 import argparse
+import json
 from dataclasses import asdict
 from pathlib import Path
 
@@ -128,4 +130,18 @@ def cmd_deploy_space(args: argparse.Namespace) -> int:
         return error("No Hugging Face token: set HF_TOKEN (a token with write access) or run `hf auth login`.")
     say(f"Uploading {len(files)} files to the Space {repo_id} ...")
     print(deploy(repo_id, files, token, private=args.private))
+    return 0
+
+
+def cmd_time_start(args: argparse.Namespace) -> int:
+    """Start app.py once as Spaces does and print the seconds to a usable page as JSON."""
+    from raqa.ops.page_start import started_app
+
+    try:
+        with started_app(args.python, space=not args.not_space, cache=Path(args.cache) if args.cache else None,
+                         log=Path(args.log) if args.log else None) as start:  # fmt: skip
+            result = {"seconds": round(start.seconds, 1), "python": start.python, "space": start.space}
+    except RuntimeError as e:
+        return error(e)
+    print(json.dumps(result))
     return 0
