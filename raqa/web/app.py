@@ -49,10 +49,10 @@ PRIVATE = dict(api_visibility="private")  # the page's own events, not offered t
 
 
 def build_demo(service: Service, recordings_dir: Path = RECORDINGS_DIR, results_dir: Path | None = None) -> gr.Blocks:
-    defaults = RunSettings()
     limits = service.config.public
     gate = VisitorGate(limits) if limits else None  # per-visitor limits on a public page (web/visitors.py)
     window_range, k_range = run_ranges(limits)
+    defaults = RunSettings(window=min(RunSettings.window, window_range[1]), k=min(RunSettings.k, k_range[1]))
     with gr.Blocks(title="raqa: when should a model admit ignorance?", delete_cache=DELETE_CACHE) as demo:
         gr.HTML(
             '<div class="raqa-header"><h1>raqa: when should a language model admit ignorance?</h1>'
@@ -274,7 +274,7 @@ def build_demo(service: Service, recordings_dir: Path = RECORDINGS_DIR, results_
         def from_link(request: gr.Request):
             """The form as the page's URL gives it (a shared link); what the link got wrong is said in the answers."""
             params = dict(request.query_params) if request is not None else {}
-            form = form_from_link(params, service.reader_names(), limits=limits)
+            form = form_from_link(params, service.reader_names(), defaults, limits)
             values = [form.question, form.strategy, form.order, form.window, form.k, form.grounded_only, form.rationale]
             reader_value = form.reader if form.reader is not None else gr.skip()
             note = (
