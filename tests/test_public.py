@@ -199,3 +199,41 @@ def test_a_public_page_caps_the_benchmark_size(tiny_pages, tiny_index, tmp_path)
     assert benchmark_size(service) == 4
     outputs = list(benchmark(service, "NQ-open", 5, "Iterative", "forward", 1, 5, False, False))
     assert len(outputs) == 1 and "at most 4 questions" in outputs[0][0]
+
+
+def test_a_downloads_temporary_folder_goes_when_the_run_ends_or_is_stopped():
+    from raqa.web.export import temporary_folder
+
+    def run():
+        with temporary_folder("raqa-run-") as folder:
+            (folder / "run.json").write_text("[]")
+            yield folder
+
+    finished = run()
+    folder = next(finished)
+    assert (folder / "run.json").is_file()  # there while the page takes its copy
+    assert list(finished) == [] and not folder.exists()
+    stopped = run()
+    folder = next(stopped)
+    stopped.close()
+    assert not folder.exists()
+
+
+def test_a_public_page_without_raqa_flags_has_no_flag_buttons(tiny_pages, tiny_index, tmp_path):
+    from raqa.web.app import build_demo
+
+    service = Service(AppConfig(cache_dir=tmp_path, public=PublicLimits()), tiny_pages, tiny_index,
+                      ScriptedBackend([]), "tiny", {})  # fmt: skip
+    demo = build_demo(service)
+    flags = [b for b in demo.blocks.values() if str(getattr(b, "elem_id", "")).startswith("raqa-flag-")]
+    assert flags and all(not _visible(b, demo) for b in flags)
+    assert demo.delete_cache == (3600, 3600)  # Gradio's copies of the downloads are cleaned
+
+
+def _visible(block, demo) -> bool:
+    """A block is shown when it and every parent are visible."""
+    while block is not None:
+        if getattr(block, "visible", True) is False:
+            return False
+        block = block.parent
+    return True
