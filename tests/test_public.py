@@ -5,6 +5,7 @@ same limits are in test_e2e_public.py."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -82,6 +83,25 @@ def test_a_visitor_gets_one_live_run_at_a_time_and_another_visitor_is_unaffected
     gate.release("a")
     assert gate.admit("a") is None  # the first run ended: the next starts
     assert gate.live("a") == 1 and gate.live("b") == 1
+
+
+def test_a_new_run_waits_briefly_for_the_visitors_stopped_run_to_let_go():
+    import threading
+
+    gate = VisitorGate(PublicLimits(runs_per_minute=10, live_runs=1))
+    assert gate.admit("a") is None
+    threading.Timer(0.3, gate.release, ["a"]).start()  # Stop: the generator is closed a moment later
+    assert gate.admit("a", settle_s=5.0) is None
+    started = time.monotonic()
+    assert "already have a live run going" in gate.admit("a", settle_s=0.3)  # the run goes on: refused
+    assert 0.25 < time.monotonic() - started < 3
+
+
+def test_attempts_count_towards_the_minute_so_waiting_cannot_be_used_to_hold_the_queue():
+    gate = VisitorGate(PublicLimits(runs_per_minute=3, live_runs=1), clock=Clock())
+    assert gate.admit("a") is None
+    assert "already have" in gate.admit("a") and "already have" in gate.admit("a")
+    assert "3 live runs in the last minute" in gate.admit("a", settle_s=5.0)  # refused at once, without waiting
 
 
 def test_a_visitor_over_the_runs_a_minute_waits_and_says_how_long():

@@ -25,6 +25,7 @@ import gradio as gr
 from raqa.config import PublicLimits
 
 WINDOW_S = 60.0  # runs_per_minute counts the runs started in the last WINDOW_S seconds
+SETTLE_S = 2.0  # a new run waits this long for the visitor's stopped run to let go before it is refused
 
 
 def visitor_of(headers: Mapping[str, str], client_host: str | None, forwarded_for: bool) -> str:
@@ -51,21 +52,18 @@ class VisitorGate:
     clock: Callable[[], float] = time.monotonic
     _started: dict[str, deque[float]] = field(default_factory=dict, repr=False)
     _live: Counter[str] = field(default_factory=Counter, repr=False)
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _released: threading.Condition = field(default_factory=threading.Condition, repr=False)  # the lock, and runs ending
 
-    def admit(self, visitor: str) -> str | None:
-        """None, and the run is counted, when the visitor may start a live run now; else the message saying why not."""
-        with self._lock:
+    def admit(self, visitor: str, settle_s: float = 0.0) -> str | None:
+        """None, and the run is counted, when the visitor may start a live run now; else the message saying why not.
+
+        An attempt within the minute's allowance counts towards it, and waits up to settle_s (real seconds) for the
+        visitor's previous run to end: a Run pressed just after Stop starts once the stopped run has let go."""
+        with self._released:
             now = self.clock()
             started = self._started.setdefault(visitor, deque())
             while started and now - started[0] >= WINDOW_S:
                 started.popleft()
-            if self._live[visitor] >= self.limits.live_runs:
-                return (
-                    f"You already have a live run going ({self.limits.live_runs} at a time per visitor on this public "
-                    "page): wait for it to end, or press Stop, then start this one. Recorded runs (the examples, "
-                    "Replay) are not limited."
-                )
             if len(started) >= self.limits.runs_per_minute:
                 wait = max(1, math.ceil(WINDOW_S - (now - started[0])))
                 return (
@@ -73,18 +71,28 @@ class VisitorGate:
                     f"a visitor: the next can start in {wait} s. Recorded runs (the examples, Replay) are not limited."
                 )
             started.append(now)
+            end = time.monotonic() + settle_s
+            while self._live[visitor] >= self.limits.live_runs and time.monotonic() < end:
+                self._released.wait(end - time.monotonic())
+            if self._live[visitor] >= self.limits.live_runs:
+                return (
+                    f"You already have a live run going ({self.limits.live_runs} at a time per visitor on this public "
+                    "page): wait for it to end, or press Stop, then start this one. Recorded runs (the examples, "
+                    "Replay) are not limited."
+                )
             self._live[visitor] += 1
             return None
 
     def release(self, visitor: str) -> None:
         """The visitor's run has ended (finished, failed or stopped)."""
-        with self._lock:
+        with self._released:
             self._live[visitor] -= 1
             if self._live[visitor] <= 0:
                 del self._live[visitor]
+            self._released.notify_all()
 
     def live(self, visitor: str) -> int:
-        with self._lock:
+        with self._released:
             return self._live[visitor]
 
 
@@ -98,7 +106,7 @@ def limit_runs(gate: VisitorGate | None, run: Callable[..., Iterator], refused: 
             yield from run(*args)
             return
         visitor = visitor_of(request.headers if request else {}, _host(request), gate.limits.forwarded_for)
-        message = gate.admit(visitor)
+        message = gate.admit(visitor, SETTLE_S)
         if message is not None:
             yield refused(message)
             return
