@@ -257,3 +257,18 @@ def _visible(block, demo) -> bool:
             return False
         block = block.parent
     return True
+
+
+def test_idle_visitors_are_forgotten_so_memory_stays_bounded():
+    from raqa.web.visitors import FORGET_ABOVE
+
+    clock = Clock()
+    gate = VisitorGate(PublicLimits(runs_per_minute=2, live_runs=1), clock=clock)
+    for n in range(FORGET_ABOVE + 1):
+        assert gate.admit(f"v{n}") is None
+        gate.release(f"v{n}")
+    assert gate.admit("v0") is None  # v0's second run in the minute
+    gate.release("v0")
+    clock.now += WINDOW_S
+    assert gate.admit("new") is None
+    assert len(gate._started) == 1  # only the visitor who just started is remembered

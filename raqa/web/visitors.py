@@ -25,6 +25,7 @@ import gradio as gr
 from raqa.config import PublicLimits
 
 WINDOW_S = 60.0  # runs_per_minute counts the runs started in the last WINDOW_S seconds
+FORGET_ABOVE = 1024  # visitors remembered before the idle ones are forgotten
 SETTLE_S = 2.0  # a new run waits this long for the visitor's stopped run to let go before it is refused
 
 
@@ -61,6 +62,8 @@ class VisitorGate:
         visitor's previous run to end: a Run pressed just after Stop starts once the stopped run has let go."""
         with self._released:
             now = self.clock()
+            if len(self._started) > FORGET_ABOVE:
+                self._forget_idle(now)
             started = self._started.setdefault(visitor, deque())
             while started and now - started[0] >= WINDOW_S:
                 started.popleft()
@@ -90,6 +93,11 @@ class VisitorGate:
             if self._live[visitor] <= 0:
                 del self._live[visitor]
             self._released.notify_all()
+
+    def _forget_idle(self, now: float) -> None:
+        """Drop the visitors with no run started in the last minute (so a long-lived page's memory stays bounded)."""
+        for visitor in [v for v, started in self._started.items() if not started or now - started[-1] >= WINDOW_S]:
+            del self._started[visitor]
 
     def live(self, visitor: str) -> int:
         with self._released:
