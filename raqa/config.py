@@ -1,7 +1,7 @@
 """Configuration: frozen dataclasses, and the one place that reads environment variables.
 
-`AppConfig` says *what* to load (corpus, model, adapter, cache, endpoints file). `ServerConfig` says
-where the web page listens. `RunSettings` says *how* to read for one question (strategy, order,
+`AppConfig` says *what* to load (corpus, model, adapter, cache, endpoints file) and, for a page strangers reach
+(a Space, or RAQA_PUBLIC=1), the `PublicLimits` it keeps. `ServerConfig` says where the web page listens. `RunSettings` says *how* to read for one question (strategy, order,
 window, K...). `secret(name)` reads an API key named in the endpoints file. Validation lives here
 so the UI, the CLI and the API share one set of limits and one set of messages.
 """
@@ -65,6 +65,40 @@ def _threshold(text: str | None) -> float | None:
 
 
 @dataclass(frozen=True)
+class PublicLimits:
+    """What a page open to strangers accepts (on with SPACE_ID set or RAQA_PUBLIC=1). Chosen for a Space's CPU
+    Basic hardware (2 vCPU) and the default 135M model (README, "Public page limits")."""
+
+    runs_per_minute: int = 6  # live runs (Ask, pipeline, When to retrieve, a benchmark, the API) a visitor may start
+    live_runs: int = 1  # a visitor's runs going at once; replays of recorded runs use no model and are free
+    max_k: int = 30  # pages retrieved: one Top-K prompt over 30 pages is about 4,800 tokens, ~10 s of prefill
+    max_window: int = 5  # pages per window: 5 x 320 tokens, ~3 s of prefill a window
+    max_benchmark: int = 10  # questions in one benchmark (about a minute on 2 cores)
+    # behind Spaces' proxy every request comes from the proxy, so the visitor is X-Forwarded-For's first address
+    # (which a client can forge: the limits stop accidents and casual hammering, not a determined attacker)
+    forwarded_for: bool = False
+
+
+def public_limits(env: Mapping[str, str]) -> PublicLimits | None:
+    """The limits of a public page: on when SPACE_ID is set or RAQA_PUBLIC=1, off with RAQA_PUBLIC=0 (a private
+    Space's owner); ValueError for any other RAQA_PUBLIC.
+
+    Example:
+        >>> public_limits({"SPACE_ID": "me/raqa"}).forwarded_for
+        True
+        >>> public_limits({"SPACE_ID": "me/raqa", "RAQA_PUBLIC": "0"}) is None
+        True
+    """
+    flag = (env.get("RAQA_PUBLIC") or "").strip()
+    if flag not in ("", "0", "1"):
+        raise ValueError(f"RAQA_PUBLIC must be 1 (a public page) or 0 (not public), got {flag!r}.")
+    on_spaces = bool(env.get("SPACE_ID"))
+    if flag == "1" or (on_spaces and flag != "0"):
+        return PublicLimits(forwarded_for=on_spaces)
+    return None
+
+
+@dataclass(frozen=True)
 class AppConfig:
     corpus: str | None = None  # JSONL or KILT file; None = the embedded Wikipedia lead sections
     model: str | None = None  # HF model id, local folder or .gguf file; None = embedded SmolLM2-135M
@@ -76,11 +110,13 @@ class AppConfig:
     pop_threshold: float | None = None  # retrieve below this popularity (tuned by eval-adapt --popqa)
     speed: SpeedOptions = SpeedOptions()  # how the local model computes (all on; the bench compares with all off)
     flags_file: str | None = None  # JSONL the page's flag buttons append to (RAQA_FLAGS); None: no flag buttons
+    public: PublicLimits | None = None  # a page strangers reach (SPACE_ID / RAQA_PUBLIC); None: no limits
 
     @classmethod
     def from_env(cls, **overrides: object) -> AppConfig:
-        """Read the RAQA_* variables (CORPUS, MODEL, ADAPTER, CACHE, READER, ENDPOINTS, POPQA, POP_THRESHOLD, FLAGS);
-        explicit overrides win. A POP_THRESHOLD that is not a number of 0 or more raises ValueError."""
+        """Read the RAQA_* variables (CORPUS, MODEL, ADAPTER, CACHE, READER, ENDPOINTS, POPQA, POP_THRESHOLD, FLAGS,
+        PUBLIC) and SPACE_ID; explicit overrides win. A POP_THRESHOLD that is not a number of 0 or more, or a
+        RAQA_PUBLIC other than 0 or 1, raises ValueError."""
         env = {
             "corpus": os.environ.get("RAQA_CORPUS") or None,
             "model": os.environ.get("RAQA_MODEL") or None,
@@ -91,6 +127,7 @@ class AppConfig:
             "flags_file": os.environ.get("RAQA_FLAGS") or None,
             "pop_threshold": _threshold(os.environ.get("RAQA_POP_THRESHOLD") or None),
             "cache_dir": default_cache_dir(),
+            "public": public_limits(os.environ),
         }
         env.update({k: v for k, v in overrides.items() if v is not None})
         env["cache_dir"] = Path(env["cache_dir"])
@@ -211,6 +248,13 @@ def _as_bool(name: str, value: object) -> bool:
     raise SettingsError(f"{name} must be true or false, got {value!r}.")
 
 
+def run_ranges(limits: PublicLimits | None = None) -> tuple[tuple[int, int], tuple[int, int]]:
+    """(window range, K range) a page accepts: WINDOW_RANGE and K_RANGE, capped by a public page's limits."""
+    if limits is None:
+        return WINDOW_RANGE, K_RANGE
+    return (WINDOW_RANGE[0], min(WINDOW_RANGE[1], limits.max_window)), (K_RANGE[0], min(K_RANGE[1], limits.max_k))
+
+
 def validate_settings(
     strategy: object = "iterative",
     order: object = "forward",
@@ -218,18 +262,22 @@ def validate_settings(
     k: object = 15,
     grounded_only: object = False,
     rationale: object = False,
+    limits: PublicLimits | None = None,
 ) -> RunSettings:
     """Turn raw values from a form, an API call or the command line into RunSettings, or raise SettingsError.
+    With limits (a public page), window and K are capped at limits.max_window and limits.max_k.
 
     Example:
         >>> validate_settings("iterative", "backward", 2, 10).window
         2
     """
+    public = " on this public page" if limits else ""
+    window_range, k_range = run_ranges(limits)
     return RunSettings(
         strategy=_as_choice("strategy", strategy, get_args(Strategy)),
         order=_as_choice("order", order, get_args(Order)),
-        window=_as_int("window size", window, *WINDOW_RANGE),
-        k=_as_int("K", k, *K_RANGE),
+        window=_as_int(f"window size{public}", window, *window_range),
+        k=_as_int(f"K{public}", k, *k_range),
         grounded_only=_as_bool("grounded_only", grounded_only),
         rationale=_as_bool("rationale", rationale),
     )

@@ -132,9 +132,10 @@ class Service:
         rationale: object = False,
         reader: object = None,
     ) -> RunPlan:
-        """Validate raw choices into a run; SettingsError says what was wrong and what is allowed."""
+        """Validate raw choices into a run; SettingsError says what was wrong and what is allowed (within the public
+        page's caps when config.public is set)."""
         question = clean_question(question)
-        settings = validate_settings(strategy, order, window, k, grounded_only, rationale)
+        settings = validate_settings(strategy, order, window, k, grounded_only, rationale, self.config.public)
         if reader is not None and not isinstance(reader, str):
             raise SettingsError(f"The reader must be a name, got {type(reader).__name__}.")
         return RunPlan(question, *self.reading(reader, settings))
@@ -237,7 +238,7 @@ class Service:
         timings: dict[str, float] = {}
         if backend is None and load_model:
             TransformersBackend.check_paths(config.model, config.adapter)  # before anything is cached
-        endpoints = _endpoint_backends(config.endpoints) if config.endpoints else {}
+        endpoints = _endpoint_backends(config.endpoints, config.public is not None) if config.endpoints else {}
         start = time.perf_counter()
         progress(f"Loading the corpus: {corpus_name(config.corpus)}")
         pages = open_corpus(config, progress)
@@ -337,8 +338,9 @@ def open_corpus(config: AppConfig, progress: Progress) -> Sequence[Page]:
     return load_corpus(config.corpus)
 
 
-def _endpoint_backends(path: str) -> dict[str, tuple[Reader, Backend]]:
-    """The operator's model servers (RAQA_ENDPOINTS), each offered to visitors as a reader."""
+def _endpoint_backends(path: str, public_page: bool = False) -> dict[str, tuple[Reader, Backend]]:
+    """The operator's model servers (RAQA_ENDPOINTS), each offered to visitors as a reader; on a public page only
+    those the file marks "public": true (a server with a paid key is not offered to strangers by default)."""
     from raqa.models.endpoint import EndpointBackend
     from raqa.models.endpoints_file import EndpointConfigError, load_endpoints
 
@@ -346,4 +348,5 @@ def _endpoint_backends(path: str) -> dict[str, tuple[Reader, Backend]]:
         configs = load_endpoints(path)
     except EndpointConfigError as e:
         raise ModelError(str(e)) from None
-    return {f"endpoint:{c.name}": (Reader(f"endpoint:{c.name}", c.name, None), EndpointBackend(c)) for c in configs}
+    offered = [c for c in configs if c.public or not public_page]
+    return {f"endpoint:{c.name}": (Reader(f"endpoint:{c.name}", c.name, None), EndpointBackend(c)) for c in offered}

@@ -1,4 +1,6 @@
-"""`bench`, `load-test`, `soak`, `scale-bench`: measurements of this machine, each written as a JSON record.
+"""`bench`, `load-test`, `soak`, `scale-bench`: measurements of this machine, each written as a JSON record;
+`time-start`: `python app.py` to a usable page (raqa/ops/page_start.py); `deploy-space`: this checkout as a
+Hugging Face Space (raqa/ops/deploy_space.py).
 
 The measuring lives in raqa.ops; here the options become its arguments, and its results a summary line on
 stdout and a record at --out (built in raqa.ops with records.provenance(), like every record).
@@ -7,10 +9,11 @@ stdout and a record at --out (built in raqa.ops with records.provenance(), like 
 from __future__ import annotations
 
 import argparse
+import json
 from dataclasses import asdict
 from pathlib import Path
 
-from raqa.cli.output import progress_line, say, write_json
+from raqa.cli.output import error, progress_line, say, write_json
 from raqa.cli.parser import app_config
 
 # KILT's 5.9 M pages hold about 2.1 G words (DPR cut the same Wikipedia into 21 M passages of 100 words),
@@ -104,4 +107,41 @@ def cmd_scale_bench(args: argparse.Namespace) -> int:
     if args.out:
         command = f"python -m raqa scale-bench --pages {args.pages} --queries {args.queries} --out {args.out}"
         write_json(args.out, scale.record(command, result))
+    return 0
+
+
+def cmd_deploy_space(args: argparse.Namespace) -> int:
+    """List (--dry-run) or upload the Space's files; exit 2 with a message on a bad id, a refused file or no token."""
+    from raqa.ops.deploy_space import DeployError, check_repo_id, deploy, listing, space_files
+
+    try:
+        repo_id = check_repo_id(args.space)
+        files = space_files()
+    except DeployError as e:
+        return error(e)
+    print(listing(files))
+    if args.dry_run:
+        say(f"Dry run: nothing uploaded. Without --dry-run these files go to https://huggingface.co/spaces/{repo_id}")
+        return 0
+    from huggingface_hub import get_token  # lazy: only a deploy needs it
+
+    token = get_token()  # HF_TOKEN, else the login `hf auth login` saved: huggingface_hub's own convention
+    if not token:
+        return error("No Hugging Face token: set HF_TOKEN (a token with write access) or run `hf auth login`.")
+    say(f"Uploading {len(files)} files to the Space {repo_id} ...")
+    print(deploy(repo_id, files, token, private=args.private))
+    return 0
+
+
+def cmd_time_start(args: argparse.Namespace) -> int:
+    """Start app.py once as Spaces does and print the seconds to a usable page as JSON."""
+    from raqa.ops.page_start import started_app
+
+    try:
+        with started_app(args.python, space=not args.not_space, cache=Path(args.cache) if args.cache else None,
+                         log=Path(args.log) if args.log else None) as start:  # fmt: skip
+            result = {"seconds": round(start.seconds, 1), "python": start.python, "space": start.space}
+    except RuntimeError as e:
+        return error(e)
+    print(json.dumps(result))
     return 0

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import sys
 
 from raqa.config import AppConfig, RunSettings
 from raqa.evaluation.registry import EXPERIMENTS
@@ -88,7 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     # in the order `--help` has always listed them
     verbs = (_ask, _bench, _experiment, _train_reader, _route, _train_adapt, _eval_adapt, _load_test, _soak, _batch)
-    for add in (*verbs, _scale_bench):
+    for add in (*verbs, _scale_bench, _time_start, _deploy_space):
         add(sub)
     _train_judge(sub)
     _record(sub)
@@ -321,3 +322,20 @@ def _scale_bench(sub) -> None:
     scale.add_argument("--work", help="folder for the generated corpus and its index (default: a temp folder)")
     scale.add_argument("--out", help="write the measurements as JSON here")
     scale.set_defaults(func=command("ops:cmd_scale_bench"))
+
+
+def _deploy_space(sub) -> None:
+    deploy = sub.add_parser("deploy-space", help="upload this checkout's files to a Hugging Face Space (HF_TOKEN)")
+    deploy.add_argument("space", help="the Space's id, OWNER/NAME; created (Gradio SDK) if it does not exist")
+    deploy.add_argument("--dry-run", action="store_true", help="list each file, its size and storage; upload nothing")
+    deploy.add_argument("--private", action="store_true", help="create the Space private (an existing one is kept)")
+    deploy.set_defaults(func=command("ops:cmd_deploy_space"))
+
+
+def _time_start(sub) -> None:
+    start = sub.add_parser("time-start", help="seconds from `python app.py` to a usable page, started as on a Space")
+    start.add_argument("--python", default=sys.executable, help="the interpreter (a fresh virtual environment's)")
+    start.add_argument("--cache", help="RAQA_CACHE for the app (an empty folder: a fresh start)")
+    start.add_argument("--not-space", action="store_true", help="leave SPACE_ID unset (no install, no limits)")
+    start.add_argument("--log", help="keep the app's output in this file")
+    start.set_defaults(func=command("ops:cmd_time_start"))

@@ -60,6 +60,7 @@ class EndpointConfig:
     max_backoff_s: float = 30.0  # no wait is longer; a Retry-After beyond it ends the attempts
     context_tokens: int = 8192  # the model's context, for cutting pages to fit
     deadline_s: float = 300.0  # a whole reply, keep-alive comments included, must end within this
+    public: bool = False  # offered to the visitors of a public page (a Space, RAQA_PUBLIC=1); off by default
 
 
 def _origin(url: str) -> str:

@@ -3,7 +3,8 @@
     [{"name": "Llama 3.1 8B (vLLM)", "base_url": "http://localhost:8000/v1",
       "model": "meta-llama/Llama-3.1-8B-Instruct", "api_key_env": "VLLM_KEY"}]
 
-name, base_url and model are required; every other EndpointConfig field is optional. The file holds the
+name, base_url and model are required; every other EndpointConfig field is optional. `"public": true` offers an
+endpoint to the visitors of a public page (a Space, RAQA_PUBLIC=1); without it a public page does not list it. The file holds the
 *name* of the environment variable with each key, never a key. Without RAQA_ENDPOINTS nothing is configured.
 
 Left out: reading the environment (config.py does that), building the backends (EndpointBackend(config) does that,
@@ -62,6 +63,8 @@ def _check(entry: object, where: str) -> EndpointConfig:
         ):
             least = "above 0" if name in _POSITIVE else "0 or more"
             raise EndpointConfigError(f"{where}: field {name!r} must be a number of seconds {least}, got {value!r}.")
+    if not isinstance(entry.get("public", False), bool):
+        raise EndpointConfigError(f"{where}: field 'public' must be true or false, got {entry['public']!r}.")
     for name, least in (("retries", 0), ("context_tokens", 256)):
         value = entry.get(name, least)
         if isinstance(value, bool) or not isinstance(value, int) or value < least:

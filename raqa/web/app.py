@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import json
 import logging
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import gradio as gr
 
-from raqa.config import ASSETS_DIR, K_RANGE, WINDOW_RANGE, RunSettings
+from raqa.config import ASSETS_DIR, RunSettings, run_ranges
 from raqa.evaluation.recordings import RECORDINGS_DIR
+from raqa.reading.events import RunFailed, to_json
 from raqa.reading.readers import BASE_READER
 from raqa.reading.support import shipped as shipped_support
 from raqa.service import Service
@@ -33,21 +33,28 @@ from raqa.web.benchmark_tab import benchmark_view
 from raqa.web.compare_controls import compare_controls
 from raqa.web.examples import load_examples
 from raqa.web.experiments_tab import experiments_view
-from raqa.web.export import write_exports
+from raqa.web.export import temporary_folder, write_exports
 from raqa.web.figures_run import message_figure
 from raqa.web.flags import FLAGS, append_flag
 from raqa.web.lessons import load_lessons
 from raqa.web.links import LINK_JS, form_from_link
 from raqa.web.page_text import badge_legend, footer
-from raqa.web.render import RunView, esc, mark_stopped
+from raqa.web.render import RunView, esc, failed_html, mark_stopped
+from raqa.web.visitors import VisitorGate, limit_runs
 from raqa.web.when_to_retrieve_tab import route, route_view
 
 LOG = logging.getLogger(__name__)
+# Gradio's copies of the downloads (runs, reports, benchmark tables): every hour, those older than an hour go
+DELETE_CACHE = (3600, 3600)
+PRIVATE = dict(api_visibility="private")  # the page's own events, not offered to API clients
 
 
 def build_demo(service: Service, recordings_dir: Path = RECORDINGS_DIR, results_dir: Path | None = None) -> gr.Blocks:
-    defaults = RunSettings()
-    with gr.Blocks(title="raqa: when should a model admit ignorance?") as demo:
+    limits = service.config.public
+    gate = VisitorGate(limits) if limits else None  # per-visitor limits on a public page (web/visitors.py)
+    window_range, k_range = run_ranges(limits)
+    defaults = RunSettings(window=min(RunSettings.window, window_range[1]), k=min(RunSettings.k, k_range[1]))
+    with gr.Blocks(title="raqa: when should a model admit ignorance?", delete_cache=DELETE_CACHE) as demo:
         gr.HTML(
             '<div class="raqa-header"><h1>raqa: when should a language model admit ignorance?</h1>'
             "<p>BM25 retrieves the top-K Wikipedia pages for your question. Iterative prompting shows the model a "
@@ -120,7 +127,7 @@ def build_demo(service: Service, recordings_dir: Path = RECORDINGS_DIR, results_
                     )
                     with gr.Row():
                         window = gr.Slider(
-                            *WINDOW_RANGE,
+                            *window_range,
                             value=defaults.window,
                             step=1,
                             label="Window w",
@@ -128,7 +135,7 @@ def build_demo(service: Service, recordings_dir: Path = RECORDINGS_DIR, results_
                             elem_id="raqa-window",
                         )
                         k = gr.Slider(
-                            *K_RANGE,
+                            *k_range,
                             value=defaults.k,
                             step=1,
                             label="Pages K",
@@ -190,9 +197,11 @@ def build_demo(service: Service, recordings_dir: Path = RECORDINGS_DIR, results_
                     "Flags are kept on this machine only, in the file the operator set.", elem_id="raqa-flag-status"
                 )
         with gr.Tab("When to retrieve", id="route"):
-            route_question, route_button, route_cards = route_view(service, results_dir, recordings_dir / "pipeline")
+            route_question, route_button, route_cards = route_view(
+                service, results_dir, recordings_dir / "pipeline", gate
+            )
         with gr.Tab("Try a benchmark", id="benchmark"):
-            benchmark_view(service, [strategy, order, window, k, grounded_only, rationale, reader])
+            benchmark_view(service, [strategy, order, window, k, grounded_only, rationale, reader], gate)
         with gr.Tab("Experiments", id="experiments"):
             experiments_view()
         gr.HTML(f'<div class="raqa-footer">{footer(service)}</div>')
@@ -206,9 +215,10 @@ def build_demo(service: Service, recordings_dir: Path = RECORDINGS_DIR, results_
                 last = outputs_
             if last is not None and any(event["type"] == "final" for event in record):
                 # subtle: the last yield repeats the run's last outputs, so an API client's result is the run's end
-                as_json, as_md = write_exports(record, Path(tempfile.mkdtemp(prefix="raqa-run-")))
-                yield (*last, gr.DownloadButton(value=str(as_json), visible=True),
-                       gr.DownloadButton(value=str(as_md), visible=True))  # fmt: skip
+                with temporary_folder("raqa-run-") as folder:
+                    as_json, as_md = write_exports(record, folder)
+                    yield (*last, gr.DownloadButton(value=str(as_json), visible=True),
+                           gr.DownloadButton(value=str(as_md), visible=True))  # fmt: skip
 
         def ask_here(question_, strategy_, order_, window_, k_, grounded_, rationale_, reader_=None, compare_=None,
                      *run_b_):  # fmt: skip
@@ -218,7 +228,7 @@ def build_demo(service: Service, recordings_dir: Path = RECORDINGS_DIR, results_
 
         inputs = [question, strategy, order, window, k, grounded_only, rationale, reader]
         outputs = [answers, windows, pages, scores, meter, download_json, download_md]
-        link_button.click(None, inputs, [link], js=LINK_JS, api_name=False, queue=False)
+        link_button.click(None, inputs, [link], js=LINK_JS, queue=False, **PRIVATE)
 
         recordings = usable_recordings(service, recordings_dir)
         page_of = page_lookup(service)
@@ -229,7 +239,7 @@ def build_demo(service: Service, recordings_dir: Path = RECORDINGS_DIR, results_
             yield from with_downloads(replay(service, recordings, page_of, *form, record=record), record)
 
         # a replay uses no model: it is not queued behind live runs
-        replay_listen = dict(api_name=False, preprocess=False, concurrency_limit=None)
+        replay_listen = dict(preprocess=False, concurrency_limit=None, **PRIVATE)
         replay_event = replay_button.click(replay_here, inputs, outputs, **replay_listen)
         example_event = examples.load_input_event.then(replay_here, inputs, outputs, **replay_listen)
 
@@ -244,7 +254,7 @@ def build_demo(service: Service, recordings_dir: Path = RECORDINGS_DIR, results_
         if flagging:
             for name, button in flag_buttons.items():
                 button.click(lambda run_file, name=name: flag_here(name, run_file), [download_json], [flag_status],
-                             api_name=False, queue=False)  # fmt: skip
+                             queue=False, **PRIVATE)  # fmt: skip
 
         def lesson_here(title: str):
             """Load a lesson step into the form and replay its recorded run."""
@@ -266,7 +276,7 @@ def build_demo(service: Service, recordings_dir: Path = RECORDINGS_DIR, results_
         def from_link(request: gr.Request):
             """The form as the page's URL gives it (a shared link); what the link got wrong is said in the answers."""
             params = dict(request.query_params) if request is not None else {}
-            form = form_from_link(params, service.reader_names())
+            form = form_from_link(params, service.reader_names(), defaults, limits)
             values = [form.question, form.strategy, form.order, form.window, form.k, form.grounded_only, form.rationale]
             reader_value = form.reader if form.reader is not None else gr.skip()
             note = (
@@ -285,7 +295,7 @@ def build_demo(service: Service, recordings_dir: Path = RECORDINGS_DIR, results_
                 return
             yield from replay_here(*form)
 
-        demo.load(from_link, None, [*inputs, answers], api_name=False, queue=False).then(
+        demo.load(from_link, None, [*inputs, answers], queue=False, **PRIVATE).then(
             replay_linked, inputs, outputs, **replay_listen
         )
         # preprocess=False: values sent straight to the API reach ask() as sent, so every bad value gets
@@ -293,18 +303,22 @@ def build_demo(service: Service, recordings_dir: Path = RECORDINGS_DIR, results_
         # trigger_mode="multiple": a Run clicked right after Stop, while the cancel is still settling,
         # queues a new run; in the default mode that click is silently lost.
         listen = dict(concurrency_id="model", preprocess=False, trigger_mode="multiple")
-        run_event = run_button.click(ask_here, [*inputs, compare, *run_b], outputs, api_name="ask", **listen)
-        submit_event = question.submit(ask_here, [*inputs, compare, *run_b], outputs, api_name=False, **listen)
+        ask_live = limit_runs(gate, ask_here, lambda message: (failed_html(message), *[gr.skip()] * 6))
+        run_event = run_button.click(ask_live, [*inputs, compare, *run_b], outputs, api_name="ask", **listen)
+        submit_event = question.submit(ask_live, [*inputs, compare, *run_b], outputs, **listen, **PRIVATE)
         stop_button.click(
             lambda answers_, windows_: (mark_stopped(answers_), mark_stopped(windows_)),
             [answers, windows],
             [answers, windows],
             cancels=[run_event, submit_event, replay_event, example_event, lesson_event],
             queue=False,
-            api_name=False,
+            **PRIVATE,
         )
 
+        events_live = limit_runs(gate, lambda *form: run_events(service, *form), lambda m: to_json(RunFailed(m)))
+
         def events_here(
+            request: gr.Request,
             question: str,
             strategy: str = "iterative",
             order: str = "forward",
@@ -315,17 +329,15 @@ def build_demo(service: Service, recordings_dir: Path = RECORDINGS_DIR, results_
             reader: str | None = None,
         ) -> Iterator[dict]:
             """One run's events as JSON dicts, streamed (the same events `python -m raqa ask --json` prints)."""
-            yield from run_events(service, question, strategy, order, window, k, grounded_only, rationale, reader)
+            yield from events_live(request, question, strategy, order, window, k, grounded_only, rationale, reader)
 
         # the same queue and worker as the page's runs, so API clients wait their turn like visitors
         gr.api(events_here, api_name="run_events", concurrency_id="model")
 
-        def route_here(question_):
-            yield from route(service, question_)
-
+        route_here = limit_runs(gate, lambda question_: route(service, question_), failed_html)
         route_listen = dict(concurrency_id="model", preprocess=False, trigger_mode="multiple")
         route_button.click(route_here, [route_question], [route_cards], api_name="route", **route_listen)
-        route_question.submit(route_here, [route_question], [route_cards], api_name=False, **route_listen)
+        route_question.submit(route_here, [route_question], [route_cards], **route_listen, **PRIVATE)
     # several runs at once only when the model shares its forward passes between them (Service.concurrent_runs)
     demo.queue(default_concurrency_limit=service.concurrent_runs, max_size=64)
     return demo

@@ -4,9 +4,6 @@ The work is evaluation/live_benchmark.py; this module draws it."""
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path
-
 import gradio as gr
 import plotly.graph_objects as go
 
@@ -22,8 +19,10 @@ from raqa.evaluation.live_benchmark import (
 )
 from raqa.models.base import ModelError
 from raqa.web.ask_tab import STRATEGIES
+from raqa.web.export import temporary_folder
 from raqa.web.figures_run import message_figure, safe
-from raqa.web.render import esc
+from raqa.web.render import esc, failed_html
+from raqa.web.visitors import VisitorGate, limit_runs
 
 COLUMNS = ["question", "gold", "answer", "exact match", "answerable here", "windows", "tokens", "seconds"]
 
@@ -57,11 +56,15 @@ def _progress(done: int, total: int, summary: dict) -> str:
 
 
 def benchmark(service, dataset_label, n, strategy, order, window, k, grounded_only, rationale, reader=None):
-    """Stream the tab's outputs: progress, table, figure, CSV download."""
+    """Stream the tab's outputs: progress, table, figure, CSV download. A public page reads at most
+    PublicLimits.max_benchmark questions."""
     try:
         strategies = STRATEGIES.get(strategy) if isinstance(strategy, str) else None
         if not strategies or len(strategies) != 1:
             raise SettingsError("The benchmark reads one strategy: choose Iterative or Top-K in the Ask tab.")
+        most = benchmark_size(service)
+        if most < MAX_QUESTIONS and _over(n, most):
+            raise SettingsError(f"This public page reads at most {most} questions in one benchmark, got {n!r}.")
         items = benchmark_questions(DATASET_CHOICES.get(dataset_label, dataset_label), n)
         form = (strategies[0], order, window, k, grounded_only, rationale, reader)
         service.plan(items[0].question, *form)  # bad settings are refused before anything runs
@@ -76,13 +79,29 @@ def benchmark(service, dataset_label, n, strategy, order, window, k, grounded_on
         table = [[r.question, r.gold, r.answer, r.exact_match, r.answerable, r.windows_read, r.tokens,
                   round(r.seconds, 1)] for r in rows]  # fmt: skip
         yield _progress(len(rows), len(items), summarise(rows)), table, safe(running_scores, rows), gr.skip()
-    path = Path(tempfile.mkdtemp(prefix="raqa-benchmark-")) / f"raqa-benchmark-{len(rows)}.csv"
-    path.write_text(to_csv(rows), encoding="utf-8")
-    yield gr.skip(), gr.skip(), gr.skip(), gr.DownloadButton(value=str(path), visible=True)
+    with temporary_folder("raqa-benchmark-") as folder:
+        path = folder / f"raqa-benchmark-{len(rows)}.csv"
+        path.write_text(to_csv(rows), encoding="utf-8")
+        yield gr.skip(), gr.skip(), gr.skip(), gr.DownloadButton(value=str(path), visible=True)
 
 
-def benchmark_view(service, form_inputs: list) -> None:
-    """The tab's components and events; form_inputs are the Ask tab's strategy ... reader components."""
+def benchmark_size(service) -> int:
+    """The most questions one benchmark may read on this page."""
+    limits = service.config.public
+    return min(MAX_QUESTIONS, limits.max_benchmark) if limits else MAX_QUESTIONS
+
+
+def _over(n: object, most: int) -> bool:
+    """n is a number above most (anything else is left to benchmark_questions, which names what is allowed)."""
+    try:
+        return float(n) > most
+    except (TypeError, ValueError):
+        return False
+
+
+def benchmark_view(service, form_inputs: list, gate: VisitorGate | None = None) -> None:
+    """The tab's components and events; form_inputs are the Ask tab's strategy ... reader components. On a public
+    page a benchmark is one live run for the visitor gate, and its size is capped (benchmark_size)."""
     gr.HTML(
         '<div class="raqa-lesson-text">Read a few real questions with the settings chosen in the Ask tab, and watch '
         "the scores build up. <b>Answerable here</b> says whether any retrieved page holds a gold answer; an answer "
@@ -90,7 +109,7 @@ def benchmark_view(service, form_inputs: list) -> None:
     )
     with gr.Row():
         dataset = gr.Radio(list(DATASET_CHOICES), value="NQ-open", label="Question set", elem_id="raqa-bench-dataset")
-        n = gr.Slider(1, MAX_QUESTIONS, value=10, step=1, label="Questions", elem_id="raqa-bench-n")
+        n = gr.Slider(1, benchmark_size(service), value=10, step=1, label="Questions", elem_id="raqa-bench-n")
     with gr.Row():
         start = gr.Button("Run the benchmark", variant="primary", elem_id="raqa-bench-run")
         stop = gr.Button("Stop", variant="stop", elem_id="raqa-bench-stop")
@@ -102,6 +121,10 @@ def benchmark_view(service, form_inputs: list) -> None:
     def benchmark_here(dataset_, n_, *form):
         yield from benchmark(service, dataset_, n_, *form)
 
-    event = start.click(benchmark_here, [dataset, n, *form_inputs], [progress, table, figure, download],
-                        api_name=False, concurrency_id="model", preprocess=False)  # fmt: skip
-    stop.click(None, cancels=[event], queue=False, api_name=False)
+    def refused(message: str):
+        return failed_html(message), gr.skip(), gr.skip(), gr.skip()
+
+    event = start.click(limit_runs(gate, benchmark_here, refused), [dataset, n, *form_inputs],
+                        [progress, table, figure, download], api_visibility="private", concurrency_id="model",
+                        preprocess=False)  # fmt: skip
+    stop.click(None, cancels=[event], queue=False, api_visibility="private")

@@ -29,5 +29,6 @@ def compare_controls(reader_choices: list[tuple[str, str]]):
         grounded = gr.Checkbox(value=False, label="Run B: accept only grounded answers", elem_id="raqa-b-grounded")
         reader = gr.Radio(reader_choices, value=reader_choices[0][1], label="Run B: reader",
                           visible=len(reader_choices) > 1, elem_id="raqa-b-reader")  # fmt: skip
-    compare.change(lambda choice: gr.Group(visible=choice == CHOOSE), [compare], [group], api_name=False, queue=False)
+    compare.change(lambda choice: gr.Group(visible=choice == CHOOSE), [compare], [group], api_visibility="private",
+                   queue=False)  # fmt: skip
     return compare, [order, window, grounded, reader]

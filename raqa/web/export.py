@@ -3,7 +3,8 @@ Markdown report (question, settings, each window's pages, reply, verdict, highli
 
 Both are built from the events alone, so a recorded run exports like a live one. Text from pages, questions and
 models goes into Markdown as it is, with the characters Markdown would read as markup escaped; the files are
-downloads, never shown in the page. Left out: the pages' full text (the report names each page; the corpus holds it).
+downloads, never shown in the page. `temporary_folder` holds a download until the page has taken its copy.
+Left out: the pages' full text (the report names each page; the corpus holds it).
 """
 
 from __future__ import annotations
@@ -11,7 +12,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Sequence
+import shutil
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 MARKDOWN_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+\-.!|~])")
@@ -89,3 +93,18 @@ def write_exports(events: Sequence[dict], folder: Path) -> tuple[Path, Path]:
     as_json.write_text(text, encoding="utf-8")
     as_md.write_text(markdown_report(events), encoding="utf-8")
     return as_json, as_md
+
+
+@contextmanager
+def temporary_folder(prefix: str) -> Iterator[Path]:
+    """A new folder in the system's temporary folder, removed with its files on leaving the block.
+
+    subtle: a generator that yields a download from inside the block is resumed only after Gradio has copied the
+    file into its own cache (the copy is what the page serves, and Blocks(delete_cache=...) removes it later),
+    and Stop closes the generator, so the folder goes when the run's last output is taken or the run is stopped.
+    """
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

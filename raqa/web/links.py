@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
-from raqa.config import K_RANGE, MAX_QUESTION_CHARS, WINDOW_RANGE, RunSettings
+from raqa.config import MAX_QUESTION_CHARS, PublicLimits, RunSettings, run_ranges
 
 STRATEGY_PARAMS = {"iterative": "Iterative", "topk": "Top-K", "both": "Both side by side"}
 ORDERS = ("forward", "backward")
@@ -46,8 +46,10 @@ def _int(params: Mapping[str, str], name: str, bounds: tuple[int, int], default:
     return value
 
 
-def form_from_link(params: Mapping[str, str], readers: Sequence[str], defaults: RunSettings = DEFAULTS) -> LinkedForm:
+def form_from_link(params: Mapping[str, str], readers: Sequence[str], defaults: RunSettings = DEFAULTS,
+                   limits: PublicLimits | None = None) -> LinkedForm:  # fmt: skip
     """The form's values from a link's query parameters; unusable ones fall back to the defaults, listed in problems.
+    With limits (a public page), w and K beyond its caps are problems too.
 
     Example:
         >>> form = form_from_link({"q": "Who?", "w": "3", "order": "sideways"}, ["base"])
@@ -81,12 +83,13 @@ def form_from_link(params: Mapping[str, str], readers: Sequence[str], defaults: 
     if reader is not None and reader not in readers:
         problems.append(f"reader={reader!r} is not one of {', '.join(readers)}")
         reader = None
+    window_range, k_range = run_ranges(limits)
     return LinkedForm(
         question,
         strategy,
         order,
-        _int(params, "w", WINDOW_RANGE, defaults.window, problems),
-        _int(params, "k", K_RANGE, defaults.k, problems),
+        _int(params, "w", window_range, defaults.window, problems),
+        _int(params, "k", k_range, defaults.k, problems),
         flags["grounded"],
         flags["rationale"],
         reader,

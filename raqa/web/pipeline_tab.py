@@ -28,6 +28,7 @@ from raqa.service import NO_ADAPT_MODEL, Service
 from raqa.web.ask_tab import REPLAY_GAP_S, REPLAY_TOTAL_S, page_lookup, recorded_banner, usable_recordings
 from raqa.web.render_pipeline import PipelineView, ret_examples_html
 from raqa.web.render_when_to_retrieve import message_html
+from raqa.web.visitors import VisitorGate, limit_runs
 from raqa.when_to_retrieve.pipeline import DEFAULT_RET_THRESHOLD, PIPELINE_TITLES, event_from_json
 
 LOG = logging.getLogger(__name__)
@@ -89,9 +90,9 @@ def replay_pipeline(service: Service, recordings, page_of, question, policy, thr
 
 
 def pipeline_view(service: Service, record: dict | None, examples: list[str],
-                  recordings_dir: Path = PIPELINE_RECORDINGS_DIR) -> None:  # fmt: skip
-    """The section's components, wired to the service's model queue; a click on an example replays its recording
-    when one matches the choices."""
+                  recordings_dir: Path = PIPELINE_RECORDINGS_DIR, gate: VisitorGate | None = None) -> None:  # fmt: skip
+    """The section's components, wired to the service's model queue (live runs behind the visitor gate of a public
+    page); a click on an example replays its recording when one matches the choices."""
     tuned = tuned_thresholds(record)
     gr.HTML(
         '<h3 class="raqa-section">Both papers in one run</h3><p class="raqa-meta">The model first answers from '
@@ -116,14 +117,15 @@ def pipeline_view(service: Service, record: dict | None, examples: list[str],
     )
     output = gr.HTML(message_html(NO_ADAPT_MODEL) if not service.has_adapt_model() else "", elem_id="raqa-pipe-out")
     policy.change(lambda p: gr.Slider(value=tuned.get(p, DEFAULT_RET_THRESHOLD), interactive=p not in ("never", "always")),
-                  [policy], [threshold], api_name=False, queue=False)  # fmt: skip
+                  [policy], [threshold], api_visibility="private", queue=False)  # fmt: skip
     listen = dict(concurrency_id="model", preprocess=False, trigger_mode="multiple")
 
-    def run(question_, policy_, threshold_, reader_=None):
+    def run_here(question_, policy_, threshold_, reader_=None):
         yield from run_pipeline(service, question_, policy_, threshold_, reader_)
 
+    run = limit_runs(gate, run_here, message_html)
     button.click(run, [question, policy, threshold, reader], [output], api_name="pipeline", **listen)
-    question.submit(run, [question, policy, threshold, reader], [output], api_name=False, **listen)
+    question.submit(run, [question, policy, threshold, reader], [output], api_visibility="private", **listen)
     recordings = usable_recordings(service, recordings_dir, read_pipeline_recording)
     page_of = page_lookup(service)
 
@@ -131,7 +133,7 @@ def pipeline_view(service: Service, record: dict | None, examples: list[str],
         yield from replay_pipeline(service, recordings, page_of, question_, policy_, threshold_, reader_)
 
     # a replay uses no model: it is not queued behind live runs
-    example_list.load_input_event.then(replay, [question, policy, threshold, reader], [output], api_name=False,
+    example_list.load_input_event.then(replay, [question, policy, threshold, reader], [output], api_visibility="private",
                                        preprocess=False, concurrency_limit=None)  # fmt: skip
 
     decided = (record or {}).get("results", {}).get("examples", [])
@@ -142,4 +144,5 @@ def pipeline_view(service: Service, record: dict | None, examples: list[str],
     slider = gr.Slider(0, 1, value=tuned["adapt"], step=0.01, label="P(<RET>) threshold",
                        info="Retrieve when P(<RET>) is at or above it.", elem_id="raqa-ret-threshold")  # fmt: skip
     table = gr.HTML(ret_examples_html(decided, tuned["adapt"]), elem_id="raqa-ret-examples")
-    slider.change(lambda t: ret_examples_html(decided, float(t)), [slider], [table], api_name=False, queue=False)
+    slider.change(lambda t: ret_examples_html(decided, float(t)), [slider], [table], api_visibility="private",
+                  queue=False)  # fmt: skip

@@ -41,6 +41,11 @@ def esc(text: object) -> str:
     return escape(str(text), quote=True)
 
 
+def failed_html(message: object) -> str:
+    """A message in place of a run's answers: bad input, a refused run, a run that failed."""
+    return f'<div class="raqa-answer raqa-failed">{esc(message)}</div>'
+
+
 def mark_stopped(html: str) -> str:
     """The page after Stop: whatever was still being read is marked stopped, the rest stays as it was."""
     return html.replace(badge("reading"), badge("stopped")) if isinstance(html, str) else ""

@@ -25,6 +25,7 @@ from raqa.web.figures_when_to_retrieve import FIGURES as ROUTE_FIGURES
 from raqa.web.pipeline_tab import pipeline_view
 from raqa.web.render_pipeline import pipeline_summary, ret_signal_summary
 from raqa.web.render_when_to_retrieve import RouteView, evaluation_summary, message_html
+from raqa.web.visitors import VisitorGate
 from raqa.when_to_retrieve.policies import POLICIES
 
 LOG = logging.getLogger(__name__)
@@ -55,15 +56,16 @@ def route(service: Service, question):
         yield message_html("The decision stopped on an internal error. Please try again.")
 
 
-def route_view(service: Service, results_dir: Path | None = None, recordings_dir: Path = PIPELINE_RECORDINGS_DIR):
+def route_view(service: Service, results_dir: Path | None = None, recordings_dir: Path = PIPELINE_RECORDINGS_DIR,
+               gate: VisitorGate | None = None):  # fmt: skip
     """The "When to retrieve" tab; returns (question box, button, output) for the caller to wire (the pipeline
-    section wires its own, and replays its examples' recordings from recordings_dir)."""
+    section wires its own, behind the visitor gate, and replays its examples' recordings from recordings_dir)."""
     results = load_results(results_dir) if results_dir else load_results()
     pipeline_records = [
         (stem, r) for stem, r in results.items() if r.get("experiment") == "pipeline" and "error" not in r
     ]
     pipeline_view(service, pipeline_records[0][1] if pipeline_records else None,
-                  [*MEMORY_QUESTIONS[:1], *load_examples()], recordings_dir)  # fmt: skip
+                  [*MEMORY_QUESTIONS[:1], *load_examples()], recordings_dir, gate)  # fmt: skip
     for stem, record in pipeline_records:
         gr.HTML(pipeline_summary(record))
         for name, make in PIPELINE_FIGURES.items():
