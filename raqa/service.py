@@ -152,13 +152,11 @@ class Service:
         if chosen.mode != "model" and judge is None:
             raise SettingsError(f"The reader {chosen.name!r} needs the answer judge (assets/judge), which is missing.")
         settings = chosen.settings(settings)
-        if judge is not None and judge.support is not None:  # one support probability per answer, two thresholds
-            weak = judge.support.weak
-            settings = settings.replace(
-                judge_threshold=weak, gate_threshold=weak, answered_threshold=judge.support.answered
-            )
-        elif judge is not None:
-            settings = settings.replace(judge_threshold=judge.threshold, gate_threshold=judge.gate(settings.window))
+        if judge is not None:  # with a support model: gate and judge at Weak support, Answered from its threshold
+            support = judge.support
+            settings = settings.replace(judge_threshold=support.weak if support else judge.threshold,
+                                        gate_threshold=judge.gate(settings.window),
+                                        answered_threshold=support.answered if support else None)  # fmt: skip
         return chosen, backend, settings, judge
 
     def events(self, plan: RunPlan) -> Iterator[RunEvent]:
