@@ -198,3 +198,13 @@ def test_the_legend_quotes_the_measured_precision_or_says_it_vouches_for_nothing
     never = SupportModel(with_green.weights, 0.0, with_green.mean, with_green.scale, 0.3, None, {"dev": dev})
     assert "never shown" in badge_legend(True, never)
     assert "Weak support" not in badge_legend(True, None)
+
+
+def test_the_command_line_says_weak_support_and_the_support(tiny_index, scripted, capsys):
+    from raqa.cli.output import print_human
+
+    for event in run_with(SupportJudge(0.6), tiny_index, scripted):
+        print_human(event)
+    out, err = capsys.readouterr()
+    assert "Leonardo da Vinci (weak support: the judge is unsure)" in out
+    assert "=> weak" in err and "support 0.600" in err

@@ -57,10 +57,13 @@ def print_human(event) -> None:
         if event.judge:
             reading, page = event.judge[event.judge_best], event.hits[event.judge_best].page
             says = f": page {page.id} says {reading.answer!r}" if reading.answer else ""
-            print(f"   answer judge: P(this window states the answer)={reading.p_answer:.2f}{says}", file=sys.stderr)
+            support = f", support {reading.support:.3f}" if reading.support is not None else ""
+            print(f"   answer judge: P(this window states the answer)={reading.p_answer:.2f}{support}{says}",
+                  file=sys.stderr)  # fmt: skip
     elif isinstance(event, Final):
         shown = event.answer if event.answer is not None else "answer not found"
         flag = " (unsupported by its page)" if event.supported is False else ""
+        flag = " (weak support: the judge is unsure)" if event.verdict == "weak" else flag
         print(f"\n{shown}{flag}")
         print(
             f"windows {event.windows_read}, pages {event.pages_read}, prompt tokens {event.prompt_tokens} "
