@@ -44,7 +44,9 @@ def cmd_eval_badges(args: argparse.Namespace) -> int:
     except (ValueError, QuestionsError, CorpusError, ModelError) as e:
         return error(e)
     start = time.perf_counter()
-    rows_path = Path(args.rows) if args.rows else service.config.cache_dir / "eval-badges" / "rows.jsonl"
+    out_dir = Path(args.out) if args.out else records.RESULTS_DIR
+    # the rows are committed beside the record, so the figures recompute from them and a rerun resumes them
+    rows_path = Path(args.rows) if args.rows else out_dir / f"badges-{'+'.join(args.datasets)}.rows.jsonl"
     # interleaved, so a run stopped early still covers every dataset evenly
     items = [(d, tests[d][i]) for i in range(args.limit) for d in args.datasets if i < len(tests[d])]
     rows = run_rows(items, service.index, backend, judge, base, PositiveIndex(service.pages), rows_path,
@@ -61,9 +63,9 @@ def cmd_eval_badges(args: argparse.Namespace) -> int:
                                 "judge_threshold": judge.threshold},
                      "after": {"weak": judge.support.weak, "answered": judge.support.answered,
                                "support_model": judge.support.card.get("command")}},
+        "rows": rows_path.name,
         "seconds": round(time.perf_counter() - start, 1),
     }  # fmt: skip
-    path = records.write("badges", "+".join(args.datasets), score(rows), about,
-                         Path(args.out) if args.out else records.RESULTS_DIR)  # fmt: skip
+    path = records.write("badges", "+".join(args.datasets), score(rows), about, out_dir)
     say(f"wrote {path}")
     return 0

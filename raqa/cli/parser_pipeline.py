@@ -47,7 +47,9 @@ def add_pipeline_verbs(sub) -> None:
     badges.add_argument("--datasets", type=dataset_list, default=["nq", "triviaqa"], help="comma-separated")
     badges.add_argument("--limit", type=int, default=300, help="test questions per dataset (seeded sample)")
     badges.add_argument("--seed", type=int, default=0)
-    badges.add_argument("--rows", help="the resumable JSONL of rows (default RAQA_CACHE/eval-badges/rows.jsonl)")
+    badges.add_argument(
+        "--rows", help="the resumable JSONL of rows (default: beside the record, badges-<datasets>.rows.jsonl)"
+    )
     badges.add_argument("--out", help="folder for the result JSON (default assets/results)")
     add_corpus_options(badges)
     badges.set_defaults(func=command("badges:cmd_eval_badges"))
