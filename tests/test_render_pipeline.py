@@ -57,3 +57,18 @@ def test_no_decision_badge_wears_the_green_of_a_supported_answer():
     from raqa.web.render_when_to_retrieve import DECISION_BADGES
 
     assert all(colour[css_name] != colour["answered"] for css_name, _ in DECISION_BADGES.values())
+
+
+def test_a_page_answer_with_weak_support_is_amber_not_green():
+    from raqa.config import RunSettings
+    from raqa.reading.events import Final, RunStarted
+
+    view = PipelineView("Who painted the Mona Lisa?")
+    view.add(ClosedBookAnswered("q", "Raphael", (), 0.2))
+    view.add(decide_retrieval("always", {}, None))
+    view.add(RunStarted("Who painted the Mona Lisa?", RunSettings(), "scripted"))
+    view.add(Final("Who painted the Mona Lisa?", "iterative", "forward", "Leonardo da Vinci", False, "weak", True, 1,
+                   "p3", None, 1, 1, 10, 5, 40, 0.5))  # fmt: skip
+    view.add(PipelineEnded("Leonardo da Vinci", "pages", "window 1 answered (weak)", 1.0))
+    end = view.html()[view.html().index("raqa-pipe-end") :]
+    assert "raqa-weak" in end and "weak support" in end and "raqa-answered" not in end

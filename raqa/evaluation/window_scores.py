@@ -20,7 +20,7 @@ from raqa.reading.events import WindowVerdict
 
 
 def _answered(v: WindowVerdict) -> bool:
-    return v.verdict in ("answered", "unsupported")
+    return v.verdict in ("answered", "weak", "unsupported")
 
 
 def badge_honesty(verdicts: Sequence[tuple[QAItem, WindowVerdict]], lexical: bool = False) -> dict:

@@ -86,6 +86,8 @@ class PipelineView:
         if self.ended is None:
             return ""
         css, label = STEP_BADGES[self.ended.source]
+        if self.ended.source == "pages" and self.run.final is not None and self.run.final.verdict == "weak":
+            css, label = "weak", "From a page, weak support: unsure"  # the judge agrees but cannot vouch for it
         answer = esc(self.ended.answer) if self.ended.answer is not None else f"<i>{esc(IDK)}</i>"
         return (
             f'<div class="raqa-answer raqa-pipe-end" data-source="{esc(self.ended.source)}"><b>Answer</b> '
