@@ -16,6 +16,7 @@ from raqa.cli.output import error, print_human, print_json, progress_line, say
 from raqa.cli.parser import app_config
 from raqa.config import SettingsError, clean_question, validate_settings
 from raqa.models.base import ModelError
+from raqa.reading.attribution import with_attributions
 from raqa.retrieval.corpus import CorpusError
 
 ENDPOINT_PREFIX = "endpoint:"
@@ -66,7 +67,10 @@ def cmd_ask(args: argparse.Namespace) -> int:
     except LOAD_ERRORS as e:
         return error(e)
     show = print_json if args.json else print_human
-    for event in service.events(plan):
+    events = service.events(plan)
+    if args.why:
+        events = with_attributions(events, plan.question, plan.backend, plan.settings)
+    for event in events:
         show(event)
     return 0
 

@@ -105,6 +105,8 @@ def _ask(sub) -> None:
     add_run_options(ask)
     ask.add_argument("--rationale", action="store_true", help="ask for a reason on declined windows")
     ask.add_argument("--json", action="store_true", help="one JSON object per event")
+    ask.add_argument("--why", action="store_true",
+                     help="after each answered window, which sentence the answer depends on (leave-one-sentence-out)")  # fmt: skip
     add_reader_option(ask)
     add_model_options(ask)
     ask.set_defaults(func=command("ask:cmd_ask"))

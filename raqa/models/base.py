@@ -77,6 +77,11 @@ class Backend(ABC):
         probability reaches threshold (else the likeliest other), then follow that word's steps.
         Without a plan, generate up to max_new_tokens freely."""
 
+    def answer_logprobs(self, prompts: Sequence[Messages], forced: str, answer: str) -> list[float]:
+        """log P(answer) after each prompt and the forced text (e.g. "ANSWER:"), teacher-forced: the model is shown
+        the answer's tokens, not asked for them. Attribution needs it; a backend that cannot score raises ModelError."""
+        raise ModelError(f"{self.name} cannot score a given answer: attribution needs a model on this machine.")
+
 
 def pick_choice(probabilities: dict[str, float], threshold: float) -> str:
     """The first choice if its probability reaches threshold, else the likeliest of the others."""

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from raqa.config import SpeedOptions
-from raqa.models import llama_runner
+from raqa.models import llama_runner, scoring
 from raqa.models.base import Backend, Messages, ModelError
 from raqa.models.batcher import Batcher
 from raqa.models.decoding import LeanCursor, TransformersCursor, guided_reply
@@ -265,6 +265,20 @@ class TransformersBackend(Backend):
             )
         finally:
             cursor.close()
+
+    def answer_logprobs(self, prompts, forced, answer):
+        target = self._ids(" " + answer.strip())
+        if not target or not prompts:
+            raise ModelError("Nothing to score: no answer or no prompt.")
+        ids = [self._prompt_ids(messages) + self._ids(forced) for messages in prompts]
+        longest = max(len(i) for i in ids) + len(target)
+        if longest > self.context_tokens:
+            raise ModelError(
+                f"A prompt and its answer have {longest} tokens; the model reads at most {self.context_tokens}."
+            )
+        if self.runner is not None:
+            return scoring.lean_logprobs(self.runner, ids, target)
+        return scoring.plain_logprobs(self.model, ids, target)
 
     def new_cursor(self, share: bool = True):
         """An empty cursor of this backend's kind: lean (through the batcher when share) or transformers'."""

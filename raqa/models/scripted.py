@@ -17,9 +17,14 @@ class ScriptedBackend(Backend):
 
     name = "scripted"
 
-    def __init__(self, script: Sequence[str] | Callable[[Messages], str]):
+    def __init__(
+        self,
+        script: Sequence[str] | Callable[[Messages], str],
+        scorer: Callable[[Messages, str], float] | None = None,
+    ):
         self._script = script if callable(script) else iter(list(script))
         self.requests: list[Messages] = []
+        self._scorer = scorer  # (messages, answer) -> log P(answer): scripted attribution; None: cannot score
 
     def _next(self, messages: Messages) -> str:
         self.requests.append(messages)
@@ -35,6 +40,11 @@ class ScriptedBackend(Backend):
 
     def count_prompt_tokens(self, messages: Messages) -> int:
         return sum(self.count_tokens(m["content"]) + 2 for m in messages)
+
+    def answer_logprobs(self, prompts, forced, answer):
+        if self._scorer is None:
+            return super().answer_logprobs(prompts, forced, answer)
+        return [float(self._scorer(messages, answer)) for messages in prompts]
 
     def reply(self, messages, plan=None, threshold=0.5, max_new_tokens=64):
         text = self._next(messages)

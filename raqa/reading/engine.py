@@ -87,11 +87,18 @@ def in_reading_order(hits: Sequence[Hit], settings: RunSettings) -> tuple[Hit, .
     return tuple(reversed(hits)) if settings.page_order == "best_last" else tuple(hits)
 
 
-def prompt(question: str, hits: Sequence[Hit], backend: Backend, settings: RunSettings) -> list[dict[str, str]]:
-    """The chat messages for reading these pages: the settings' shots, page cut and in-window order."""
+def prompt(
+    question: str,
+    hits: Sequence[Hit],
+    backend: Backend,
+    settings: RunSettings,
+    leave_out: tuple[str, int] | None = None,
+) -> list[dict[str, str]]:
+    """The chat messages for reading these pages: the settings' shots, page cut and in-window order (leave_out: a
+    (page id, sentence) to drop, for attribution)."""
     return build_messages(
         question, in_reading_order(hits, settings), settings.page_tokens, backend.count_tokens,
-        DEMONSTRATIONS[: settings.shots],
+        DEMONSTRATIONS[: settings.shots], leave_out,
     )  # fmt: skip
 
 

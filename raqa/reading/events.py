@@ -4,7 +4,8 @@ A strategy in engine.py yields these in order:
 
     RunStarted, Retrieved, [Notice], (WindowStarted, ReplyDelta*, WindowVerdict)+, Final
 
-or RunFailed in place of what could not be done. The UI renders them, the CLI prints them as JSON
+or RunFailed in place of what could not be done. An Attribution of an answered window may follow, when asked for
+(`ask --why`, the page's "Why this answer?"). The UI renders them, the CLI prints them as JSON
 lines, and the evaluation scores them: all three see the same stream.
 
 Every event, these and the When-to-retrieve policies' (when_to_retrieve/policies.py), is a frozen
@@ -123,6 +124,34 @@ class RunFailed(Event):
     message: str
 
 
+Finding = Literal["sentence", "page", "memory", "spread"]
+
+
+@dataclass(frozen=True)
+class SentenceEffect:
+    page_id: str
+    sentence: int  # 1-based, as numbered in the prompt
+    logprob: float  # log P(the answer) with this sentence left out of the window
+
+
+@dataclass(frozen=True)
+class Attribution(Event):
+    """Why the model answered what it did in one window: log P(its answer) with the window as read, with each sentence
+    left out, without the cited page and without any page (attribution.py). Asked for after a run, not during it."""
+
+    window: int
+    answer: str
+    logprob: float  # log P(the answer) with the window as the model read it
+    sentences: tuple[SentenceEffect, ...]  # every sentence the model was shown, in prompt order
+    without_page: float | None  # with the cited page left out (None: the reply cited no page of the window)
+    without_pages: float  # with no page at all: the answer from memory
+    cited_page: str | None
+    cited_sentence: int | None
+    finding: Finding  # what the answer depends on (attribution.FINDINGS)
+    summary: str  # one plain sentence for the viewer
+    seconds: float
+
+
 RunEvent = Union[
     RunStarted,
     Retrieved,
@@ -132,6 +161,7 @@ RunEvent = Union[
     WindowVerdict,
     Final,
     RunFailed,
+    Attribution,
 ]
 
 
@@ -182,6 +212,8 @@ def from_json(data: dict, page_of: Callable[[str], Page | None]) -> RunEvent:
                 value = tuple(hit(item) for item in value)
             elif f.name == "judge" and value is not None:
                 value = tuple(JudgeReading(**item) for item in value)
+            elif f.name == "sentences":
+                value = tuple(SentenceEffect(**item) for item in value)
             elif f.name in _NESTED and value is not None:
                 value = _NESTED[f.name](**value)
             values[f.name] = value

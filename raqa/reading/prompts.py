@@ -107,10 +107,13 @@ class ParsedReply:
     reason: str | None = None
 
 
-def page_block(hit: Hit, max_tokens: int, count_tokens: Callable[[str], int]) -> tuple[str, bool]:
+def page_block(
+    hit: Hit, max_tokens: int, count_tokens: Callable[[str], int], leave_out: int | None = None
+) -> tuple[str, bool]:
     """A page as the model reads it: id, title, numbered sentences, cut at a sentence within max_tokens.
 
-    Returns the block and whether it was cut.
+    Returns the block and whether it was cut. With leave_out, that sentence (1-based) is left out and the others
+    keep their numbers and the same cut: the prompt differs from the whole one by that line only (attribution).
     """
     header = f"Page {hit.page.id}: {hit.page.title}"
     lines = [header]
@@ -121,9 +124,16 @@ def page_block(hit: Hit, max_tokens: int, count_tokens: Callable[[str], int]) ->
         cost = count_tokens(line) + 1
         if used + cost > max_tokens and number > 1:
             return "\n".join(lines), True
-        lines.append(line)
+        if number != leave_out:
+            lines.append(line)
         used += cost
     return "\n".join(lines), False
+
+
+def shown_sentences(hit: Hit, max_tokens: int, count_tokens: Callable[[str], int]) -> list[str]:
+    """The sentences of a page that its block shows the model (those before the cut), in order."""
+    block, _ = page_block(hit, max_tokens, count_tokens)
+    return split_sentences(hit.page.text)[: block.count("\n")]
 
 
 def build_messages(
@@ -132,16 +142,26 @@ def build_messages(
     max_page_tokens: int,
     count_tokens: Callable[[str], int],
     shots: Sequence[tuple[str, str]] = DEMONSTRATIONS[:2],
+    leave_out: tuple[str, int] | None = None,
 ) -> list[dict[str, str]]:
-    """The chat messages for one window: the system instruction, worked examples, the pages, the question."""
+    """The chat messages for one window: the system instruction, worked examples, the pages, the question.
+
+    leave_out (page id, sentence number) drops that one sentence from its page (page_block); with no pages the last
+    message is the question alone.
+    """
     messages = [{"role": "system", "content": SYSTEM_PROMPT}]
     for user, assistant in shots:
         messages += [
             {"role": "user", "content": user},
             {"role": "assistant", "content": assistant},
         ]
-    blocks = [page_block(hit, max_page_tokens, count_tokens)[0] for hit in hits]
-    messages.append({"role": "user", "content": "\n\n".join(blocks) + f"\n\nQuestion: {question}"})
+    blocks = [
+        page_block(
+            hit, max_page_tokens, count_tokens, leave_out[1] if leave_out and leave_out[0] == hit.page.id else None
+        )[0]
+        for hit in hits
+    ]
+    messages.append({"role": "user", "content": "\n\n".join([*blocks, f"Question: {question}"])})
     return messages
 
 

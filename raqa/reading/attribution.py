@@ -1,0 +1,135 @@
+"""Why did the model answer that? Attribution by leaving one sentence out.
+
+For a window the model answered, the model itself is asked how likely its own answer is (teacher-forced: the same
+prompt and reply format, the answer's tokens after "ANSWER:") with the window as it read it, with each shown
+sentence left out in turn, with the cited page left out, and with no page at all. Where the answer's probability
+falls when a sentence goes, the answer came from that sentence; where it stays up with no page, it came from
+memory. Unlike attention weights (RAGViz draws those), this asks what the answer depends on.
+
+A sentence or page *matters* when leaving it out at least halves P(answer) (`MATTERS`). The finding, in order:
+    memory    the answer is at least half as likely with no page at all: the pages are not what it rests on;
+    sentence  one sentence matters (the one whose removal lowers P(answer) most is named);
+    page      no single sentence matters, but the cited page does (the answer is spread over its sentences);
+    spread    neither: removing any one sentence or the cited page leaves the answer about as likely.
+Left out: pairs of sentences, and windows the answer judge settled without asking the model (nothing to ask).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterable, Iterator
+
+from raqa.config import RunSettings
+from raqa.models.base import Backend, ModelError
+from raqa.reading.engine import in_reading_order, prompt
+from raqa.reading.events import Attribution, Finding, Notice, RunEvent, SentenceEffect, WindowVerdict
+from raqa.reading.prompts import ANSWER_WORD, shown_sentences
+
+MATTERS = math.log(2)  # leaving a sentence (or page) out at least halves P(answer): the answer depends on it
+FINDINGS: dict[Finding, str] = {
+    "sentence": "the answer comes from one sentence",
+    "page": "the answer rests on the cited page as a whole, on no single sentence",
+    "memory": "the answer does not need the pages: from memory",
+    "spread": "no single sentence or page carries the answer",
+}
+
+
+def can_attribute(verdict: WindowVerdict) -> str | None:
+    """None when the window can be attributed; otherwise why not, in one sentence for the viewer."""
+    if verdict.reply.kind != "answer" or not verdict.reply.answer:
+        return f"Window {verdict.window} has no answer to explain."
+    if verdict.prompt_tokens == 0:
+        return f"The answer judge settled window {verdict.window} without asking the model: there is no model answer to explain."
+    return None
+
+
+def attribute(question: str, verdict: WindowVerdict, backend: Backend, settings: RunSettings) -> Attribution:
+    """The Attribution of an answered window, computed with the backend that answered it and the run's settings.
+
+    ModelError when the window has no model answer or the backend cannot score (a remote server).
+    """
+    problem = can_attribute(verdict)
+    if problem:
+        raise ModelError(problem)
+    start = time.perf_counter()
+    answer = verdict.reply.answer
+    hits = verdict.hits
+    shown = [
+        (hit.page.id, number)
+        for hit in in_reading_order(hits, settings)
+        for number in range(1, len(shown_sentences(hit, settings.page_tokens, backend.count_tokens)) + 1)
+    ]
+    cited = verdict.reply.page_id if any(h.page.id == verdict.reply.page_id for h in hits) else None
+    prompts = [prompt(question, hits, backend, settings)]
+    prompts += [prompt(question, hits, backend, settings, leave_out=where) for where in shown]
+    prompts.append(prompt(question, (), backend, settings))
+    if cited is not None:
+        prompts.append(prompt(question, [h for h in hits if h.page.id != cited], backend, settings))
+    scores = backend.answer_logprobs(prompts, ANSWER_WORD, answer)
+    full, by_sentence, no_pages = scores[0], scores[1 : 1 + len(shown)], scores[1 + len(shown)]
+    without_page = scores[-1] if cited is not None else None
+    effects = tuple(
+        SentenceEffect(page_id, number, lp) for (page_id, number), lp in zip(shown, by_sentence, strict=True)
+    )
+    finding, summary = explain(answer, full, effects, without_page, no_pages, cited, verdict.reply.sentence)
+    return Attribution(
+        verdict.window, answer, full, effects, without_page, no_pages, cited, verdict.reply.sentence, finding, summary,
+        time.perf_counter() - start,
+    )  # fmt: skip
+
+
+def explain(
+    answer: str,
+    full: float,
+    effects: tuple[SentenceEffect, ...],
+    without_page: float | None,
+    no_pages: float,
+    cited_page: str | None,
+    cited_sentence: int | None,
+) -> tuple[Finding, str]:
+    """The finding and its one-line summary, from the log-probabilities (rules in the module docstring).
+
+    Example:
+        >>> effects = (SentenceEffect("7", 1, math.log(0.8)), SentenceEffect("7", 2, math.log(0.02)))
+        >>> explain("Paris", math.log(0.81), effects, math.log(0.01), math.log(0.01), "7", 2)[1]
+        'Removing sentence 2 of page 7 lowers the probability of "Paris" from 0.81 to 0.02: the answer comes from it, the sentence the model cited.'
+    """
+    p = math.exp(full)
+    if no_pages >= full - MATTERS:
+        return "memory", (
+            f'No page is needed: with no page at all the model still gives "{answer}" with probability '
+            f"{math.exp(no_pages):.2f} (with the window: {p:.2f}): from memory."
+        )
+    top = max(effects, key=lambda e: full - e.logprob, default=None)
+    if top is not None and full - top.logprob >= MATTERS:
+        cited = top.page_id == cited_page and top.sentence == cited_sentence
+        which = "the sentence the model cited" if cited else "not the sentence the model cited"
+        return "sentence", (
+            f'Removing sentence {top.sentence} of page {top.page_id} lowers the probability of "{answer}" from '
+            f"{p:.2f} to {math.exp(top.logprob):.2f}: the answer comes from it, {which}."
+        )
+    if without_page is not None and full - without_page >= MATTERS:
+        return "page", (
+            f'No single sentence matters, but without page {cited_page} the probability of "{answer}" falls from '
+            f"{p:.2f} to {math.exp(without_page):.2f}: the answer rests on the page as a whole."
+        )
+    return "spread", (
+        f'Leaving out any one sentence{" or the cited page" if cited_page else ""} keeps "{answer}" about as likely '
+        f"(it is {p:.2f} with the window, {math.exp(no_pages):.2f} with no page): no single piece carries it."
+    )
+
+
+def with_attributions(
+    events: Iterable[RunEvent], question: str, backend: Backend, settings: RunSettings
+) -> Iterator[RunEvent]:
+    """The run's events, each answered window's verdict followed by its Attribution (`ask --why`): a window the
+    model did not answer gets none, and one that cannot be attributed gets a Notice saying why."""
+    for event in events:
+        yield event
+        if not isinstance(event, WindowVerdict) or event.reply.kind != "answer":
+            continue
+        try:
+            yield attribute(question, event, backend, settings)
+        except ModelError as e:
+            yield Notice(f"Why this answer? {e}")
