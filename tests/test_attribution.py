@@ -11,7 +11,7 @@ import torch
 
 from raqa.config import RunSettings
 from raqa.models.base import ModelError
-from raqa.models.llama_runner import LlamaRunner
+from raqa.models.llama_runner import LlamaRunner, Request
 from raqa.models.scoring import lean_logprobs, plain_logprobs
 from raqa.models.scripted import ScriptedBackend
 from raqa.reading.attribution import MATTERS, attribute, can_attribute, with_attributions
@@ -41,6 +41,15 @@ def test_both_scorers_give_the_log_probability_a_whole_forward_pass_gives(target
     expected = [reference_logprob(model, p, target) for p in prompts]
     assert lean_logprobs(LlamaRunner(model), prompts, target) == pytest.approx(expected, abs=1e-4)
     assert plain_logprobs(model, prompts, target) == pytest.approx(expected, abs=1e-4)
+    # a cached prefix every prompt shares is used, one that some prompt does not share is not
+    runner = LlamaRunner(model)
+    shared = [p for p in prompts if p[:10] == full[:10] and len(p) > 10]
+    start = runner.new_sequence()
+    runner.forward([Request(start, full[:10])])
+    assert lean_logprobs(runner, shared, target, start) == pytest.approx(
+        [reference_logprob(model, p, target) for p in shared], abs=1e-4
+    )
+    assert lean_logprobs(runner, prompts, target, start) == pytest.approx(expected, abs=1e-4)
 
 
 def words(text: str) -> int:

@@ -7,6 +7,8 @@ embedded corpus and the real model, as a newcomer would.
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import shutil
 import socket
@@ -64,9 +66,14 @@ def _script(messages) -> str:
     return "NOT FOUND"
 
 
+def _scorer(messages, answer: str) -> float:
+    """log P(answer) for "Why this answer?": the scripted answer rests on the sentence that says where zebras live."""
+    return math.log(0.9 if "Zebras live in Africa" in messages[-1]["content"] else 0.02)
+
+
 @pytest.fixture(scope="module")
 def backend() -> ScriptedBackend:
-    return ScriptedBackend(_script)
+    return ScriptedBackend(_script, scorer=_scorer)
 
 
 @pytest.fixture(scope="module")
@@ -193,6 +200,26 @@ def test_hostile_page_question_and_reply_are_shown_as_text(page):
     assert page.dialogs == []
     assert page.locator("#raqa-windows img").count() == 0
     assert page.locator("#raqa-windows script").count() == 0
+
+
+def test_why_this_answer_colours_the_sentence_the_answer_depends_on(page):
+    _ask(page, XSS_QUESTION)
+    page.wait_for_selector(".raqa-final-text", timeout=30000)
+    button = page.locator('.raqa-window[data-window="1"] .raqa-why')
+    assert button.inner_text() == "Why this answer?"
+    button.click()
+    page.wait_for_selector(".raqa-why-result:not(.raqa-why-pending)", timeout=30000)
+    found = page.locator(".raqa-why-result").inner_text()
+    assert "Removing sentence 1 of page xss" in found and "the sentence the model cited" in found
+    assert "0.90 to 0.02" in found
+    strong = page.locator('.raqa-page[data-page-id="xss"] .raqa-why-strong')
+    assert strong.count() == 1 and "Zebras live in Africa" in strong.inner_text()
+    assert page.locator(".raqa-why").count() == 0  # asked once, answered in place
+    assert page.evaluate("() => window.__raqa_xss === undefined") and page.dialogs == []
+    with page.expect_download() as got:
+        page.locator("#raqa-download-json").click()
+    events = json.loads(Path(got.value.path()).read_text(encoding="utf-8"))
+    assert events[-1]["type"] == "attribution" and events[-1]["finding"] == "sentence"
 
 
 def test_bad_input_gets_a_message_and_the_page_keeps_working(page):

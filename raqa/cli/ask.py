@@ -176,10 +176,11 @@ def cmd_record(args: argparse.Namespace) -> int:
             f'python -m raqa record "{question}" --window {form.window} --k {form.k} --order {form.order}'
             + (" --grounded-only" if form.grounded_only else "")
             + (f" --reader {form.reader}" if form.reader else "")
+            + (" --why" if args.why else "")
             + f" --out {args.out}"
         )
         try:
-            recording = record_run(service, question, form, command)
+            recording = record_run(service, question, form, command, args.why)
         except SettingsError as e:
             return error(str(e))
         final = recording.timed_events[-1][1]

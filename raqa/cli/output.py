@@ -7,11 +7,11 @@ waiting (loading, windows, progress, notes) goes to stderr, so `... --json > eve
 from __future__ import annotations
 
 import json
-import math
 import sys
 from pathlib import Path
 
 from raqa.evaluation import records
+from raqa.reading.attribution import shown_p
 from raqa.reading.events import (
     Attribution,
     Final,
@@ -78,8 +78,8 @@ def print_human(event) -> None:
     elif isinstance(event, Attribution):
         print(f"   why: {event.summary} ({event.seconds:.1f} s)", file=sys.stderr)
         for e in sorted(event.sentences, key=lambda e: e.logprob)[:3]:
-            print(f"     without sentence {e.sentence} of page {e.page_id}: P(answer) {math.exp(event.logprob):.2f} -> "
-                  f"{math.exp(e.logprob):.2f}", file=sys.stderr)  # fmt: skip
+            print(f"     without sentence {e.sentence} of page {e.page_id}: P(answer) {shown_p(event.logprob)} -> "
+                  f"{shown_p(e.logprob)}", file=sys.stderr)  # fmt: skip
 
 
 def progress_line(label: str):

@@ -147,6 +147,7 @@ def _record(sub) -> None:
     record.add_argument("--order", default="forward", choices=["forward", "backward"])
     record.add_argument("--grounded-only", action="store_true", help="an unsupported answer counts as a decline")
     record.add_argument("--lessons", action="store_true", help="record the lesson's steps, each with its own settings")
+    record.add_argument("--why", action="store_true", help="record each answered window's attribution with the run")
     record.add_argument("--out", default="assets/recordings", help="folder of the recordings (JSONL)")
     add_reader_option(record)
     add_model_options(record)

@@ -26,6 +26,7 @@ from pathlib import Path
 from raqa import __version__
 from raqa.config import ASSETS_DIR
 from raqa.evaluation.records import provenance
+from raqa.reading.attribution import with_attributions
 from raqa.reading.events import to_json
 
 RECORDINGS_DIR = ASSETS_DIR / "recordings"
@@ -75,11 +76,15 @@ def slug(question: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", question.casefold()).strip("-")[:80] or "question"
 
 
-def record_run(service, question: str, form: Form, command: str) -> Recording:
-    """Run question with form on the service's model, keeping each event with its time."""
+def record_run(service, question: str, form: Form, command: str, why: bool = False) -> Recording:
+    """Run question with form on the service's model, keeping each event with its time; with why, each answered
+    window's Attribution follows its verdict (so the replay shows "Why this answer?" at once)."""
     plan = service.plan(question, *asdict(form).values())
+    events = service.events(plan)
+    if why:
+        events = with_attributions(events, plan.question, plan.backend, plan.settings)
     start = time.perf_counter()
-    timed = tuple((round(time.perf_counter() - start, 3), to_json(e)) for e in service.events(plan))
+    timed = tuple((round(time.perf_counter() - start, 3), to_json(e)) for e in events)
     header = {
         "recording": FORMAT,
         "question": question,

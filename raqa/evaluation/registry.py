@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from raqa.config import RunSettings
-from raqa.evaluation import experiments, reader_comparison, reading_defaults, records
+from raqa.evaluation import attribution_eval, experiments, reader_comparison, reading_defaults, records
 from raqa.evaluation.positives import PositiveIndex
 from raqa.evaluation.questions import QAItem, load_questions
 
@@ -128,6 +128,16 @@ def _reading_defaults(i: Inputs) -> dict:
     )
 
 
+def _attribution(i: Inputs) -> dict:
+    """The base model's answered windows, read as the page reads them (the judge giving the badge), attributed."""
+    from raqa.reading.readers import BASE_READER
+
+    _, backend, settings, judge = i.service.reading(BASE_READER.name, i.base)
+    return attribution_eval.attribution_experiment(
+        i.pool, i.service.index, backend, settings, judge, i.positives, i.limit, i.progress
+    )
+
+
 EXPERIMENTS: dict[str, Experiment] = {
     e.name: e
     for e in (
@@ -144,6 +154,7 @@ EXPERIMENTS: dict[str, Experiment] = {
             pool_factor=20,
             options=("reader", "questions", "unanswerable", "window", "page_order"),
         ),
+        Experiment("attribution", _attribution, 150, pool_factor=20),
     )
 }
 

@@ -58,6 +58,7 @@ class ModelError(RuntimeError):
 class Backend(ABC):
     name: str = "backend"
     context_tokens: int = 8192
+    can_score: bool = False  # answer_logprobs works: the model is on this machine (attribution needs it)
 
     @abstractmethod
     def count_tokens(self, text: str) -> int: ...

@@ -145,6 +145,8 @@ class TransformersBackend(Backend):
     """A local causal LM through transformers: greedy decoding with a key/value cache per reply; Llama models use
     llama_runner's forward and share passes between replies in flight (SpeedOptions says which)."""
 
+    can_score = True
+
     def __init__(self, model, tokenizer, name: str, speed: SpeedOptions = ALL_ON):
         import torch
 
@@ -277,7 +279,12 @@ class TransformersBackend(Backend):
                 f"A prompt and its answer have {longest} tokens; the model reads at most {self.context_tokens}."
             )
         if self.runner is not None:
-            return scoring.lean_logprobs(self.runner, ids, target)
+            head = self._head_ids(prompts[0])
+            start = None
+            if head and all(i[: len(head)] == head and len(i) > len(head) for i in ids):
+                with self._prefix_lock:
+                    start = self._stored(head).sequence  # the system prompt and examples, computed once per backend
+            return scoring.lean_logprobs(self.runner, ids, target, start)
         return scoring.plain_logprobs(self.model, ids, target)
 
     def new_cursor(self, share: bool = True):
@@ -290,14 +297,7 @@ class TransformersBackend(Backend):
         """A cursor holding prefix's keys and values, computed once per prefix (a few per backend: one per
         prompt version, shots and language of the instruction) and copied for each window."""
         with self._prefix_lock:
-            stored = self._prefixes.pop(tuple(prefix), None)
-            if stored is None:
-                stored = self.new_cursor(share=False)
-                stored.feed(prefix)
-                self.prefix_tokens_computed += len(prefix)
-            self._prefixes[tuple(prefix)] = stored  # most recently used last
-            while len(self._prefixes) > PREFIXES_KEPT:
-                self._prefixes.pop(next(iter(self._prefixes))).close()
+            stored = self._stored(prefix)
             cursor = self.new_cursor()
             if isinstance(stored, LeanCursor):
                 cursor.sequence.copy_from(stored.sequence)
@@ -306,6 +306,24 @@ class TransformersBackend(Backend):
                 cursor.cache, cursor.length = copy.deepcopy(stored.cache), stored.length
             return cursor
 
+    def _stored(self, prefix: list[int]):
+        """The stored cursor holding prefix's keys and values, computed now if it is not kept (hold _prefix_lock)."""
+        stored = self._prefixes.pop(tuple(prefix), None)
+        if stored is None:
+            stored = self.new_cursor(share=False)
+            stored.feed(prefix)
+            self.prefix_tokens_computed += len(prefix)
+        self._prefixes[tuple(prefix)] = stored  # most recently used last
+        while len(self._prefixes) > PREFIXES_KEPT:
+            self._prefixes.pop(next(iter(self._prefixes))).close()
+        return stored
+
+    def _head_ids(self, messages: Messages) -> list[int]:
+        """The token ids of every message but the last (system prompt and worked examples): the shared prefix."""
+        head = self._defused(messages[:-1]) if self.speed.prefix_cache else []
+        prefix = self.tokenizer.apply_chat_template(head, tokenize=True) if head else []
+        return list(prefix["input_ids"] if hasattr(prefix, "keys") else prefix)
+
     def _prefill(self, messages: Messages, prompt: list[int]):
         """A cursor after the prompt and the logits of the reply's first token, reusing the key/value cache of the
         messages before the last one when prefix_cache is on.
@@ -313,9 +331,7 @@ class TransformersBackend(Backend):
         The system prompt and worked examples are the same for every window of every run, so they are
         computed once; each window then pays only for its own pages and question.
         """
-        head = self._defused(messages[:-1]) if self.speed.prefix_cache else []
-        prefix = self.tokenizer.apply_chat_template(head, tokenize=True) if head else []
-        prefix = list(prefix["input_ids"] if hasattr(prefix, "keys") else prefix)
+        prefix = self._head_ids(messages)
         if prefix and prompt[: len(prefix)] == prefix and len(prefix) < len(prompt):
             cursor = self._start_from(prefix)
         else:

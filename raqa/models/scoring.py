@@ -58,15 +58,18 @@ def branch_points(prompts: Sequence[Sequence[int]]) -> list[int]:
     return [common_prefix([prompts[0], ids]) for ids in prompts]
 
 
-def lean_logprobs(runner, prompts: Sequence[Sequence[int]], target: Sequence[int]) -> list[float]:
+def lean_logprobs(runner, prompts: Sequence[Sequence[int]], target: Sequence[int], start=None) -> list[float]:
     """log P(target | prompt) for each prompt (token ids), with llama_runner's packed forward.
 
     One sequence walks along the first prompt; each chunk of prompts (taken in order of where they leave it) starts
     from a copy of it at the earliest of their branch points, so each prompt computes only what differs and after.
+    start: a sequence already holding a prefix every prompt shares (the backend's cached system prompt), or None.
     """
     points = branch_points(prompts)
     order = sorted(range(len(prompts)), key=points.__getitem__)
     walker = runner.new_sequence(capacity=len(prompts[0]))
+    if start is not None and start.length <= min(points):
+        walker.copy_from(start)
     out: dict[int, float] = {}
     for start in range(0, len(order), CHUNK):
         chunk = order[start : start + CHUNK]

@@ -25,6 +25,7 @@ class ScriptedBackend(Backend):
         self._script = script if callable(script) else iter(list(script))
         self.requests: list[Messages] = []
         self._scorer = scorer  # (messages, answer) -> log P(answer): scripted attribution; None: cannot score
+        self.can_score = scorer is not None
 
     def _next(self, messages: Messages) -> str:
         self.requests.append(messages)

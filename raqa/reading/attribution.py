@@ -79,6 +79,23 @@ def attribute(question: str, verdict: WindowVerdict, backend: Backend, settings:
     )  # fmt: skip
 
 
+def shown_p(logprob: float) -> str:
+    """A probability as the page and the CLI print it: two decimals, or two significant digits when it is small.
+
+    Example:
+        >>> shown_p(math.log(0.81)), shown_p(math.log(0.000021))
+        ('0.81', '2.1e-05')
+    """
+    p = math.exp(logprob)
+    return f"{p:.2f}" if p >= 0.01 else f"{p:.1e}"
+
+
+def _times(before: float, after: float) -> str:
+    """How many times less likely, when that is more than the two probabilities show on their own."""
+    ratio = math.exp(before - after)
+    return f" ({ratio:,.0f} times less likely)" if ratio >= 10 else ""
+
+
 def explain(
     answer: str,
     full: float,
@@ -93,13 +110,13 @@ def explain(
     Example:
         >>> effects = (SentenceEffect("7", 1, math.log(0.8)), SentenceEffect("7", 2, math.log(0.02)))
         >>> explain("Paris", math.log(0.81), effects, math.log(0.01), math.log(0.01), "7", 2)[1]
-        'Removing sentence 2 of page 7 lowers the probability of "Paris" from 0.81 to 0.02: the answer comes from it, the sentence the model cited.'
+        'Removing sentence 2 of page 7 lowers the probability of "Paris" from 0.81 to 0.02 (40 times less likely): the answer comes from it, the sentence the model cited.'
     """
-    p = math.exp(full)
+    p = shown_p(full)
     if no_pages >= full - MATTERS:
         return "memory", (
             f'No page is needed: with no page at all the model still gives "{answer}" with probability '
-            f"{math.exp(no_pages):.2f} (with the window: {p:.2f}): from memory."
+            f"{shown_p(no_pages)} (with the window: {p}): from memory."
         )
     top = max(effects, key=lambda e: full - e.logprob, default=None)
     if top is not None and full - top.logprob >= MATTERS:
@@ -107,16 +124,16 @@ def explain(
         which = "the sentence the model cited" if cited else "not the sentence the model cited"
         return "sentence", (
             f'Removing sentence {top.sentence} of page {top.page_id} lowers the probability of "{answer}" from '
-            f"{p:.2f} to {math.exp(top.logprob):.2f}: the answer comes from it, {which}."
+            f"{p} to {shown_p(top.logprob)}{_times(full, top.logprob)}: the answer comes from it, {which}."
         )
     if without_page is not None and full - without_page >= MATTERS:
         return "page", (
             f'No single sentence matters, but without page {cited_page} the probability of "{answer}" falls from '
-            f"{p:.2f} to {math.exp(without_page):.2f}: the answer rests on the page as a whole."
+            f"{p} to {shown_p(without_page)}{_times(full, without_page)}: the answer rests on the page as a whole."
         )
     return "spread", (
         f'Leaving out any one sentence{" or the cited page" if cited_page else ""} keeps "{answer}" about as likely '
-        f"(it is {p:.2f} with the window, {math.exp(no_pages):.2f} with no page): no single piece carries it."
+        f"(it is {p} with the window, {shown_p(no_pages)} with no page): no single piece carries it."
     )
 
 

@@ -20,37 +20,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from raqa.evaluation.metrics import estimate, exact_match, f1, proportion
+from raqa.evaluation.metrics import auc_interval, estimate, exact_match, f1, proportion
 from raqa.reading.judge import CARD_FILE, probability
 from raqa.training.judge_data import JudgePair
-
-
-def auc_interval(negative: Sequence[float], positive: Sequence[float], resamples: int = 2000, seed: int = 0) -> dict:
-    """AUC (ties count half) with a 95% percentile-bootstrap interval, positives and negatives resampled apart.
-
-    Example:
-        >>> auc_interval([0.1, 0.2], [0.3, 0.2])["value"]
-        0.875
-    """
-    neg, pos = np.asarray(negative, float), np.asarray(positive, float)
-    if not len(neg) or not len(pos):
-        return {"value": float("nan"), "low": float("nan"), "high": float("nan"), "n_positive": 0, "n_negative": 0}
-
-    def auc(n: np.ndarray, p: np.ndarray) -> float:
-        n = np.sort(n)
-        below = np.searchsorted(n, p, "left")
-        ties = np.searchsorted(n, p, "right") - below
-        return float((below + 0.5 * ties).sum() / (len(n) * len(p)))
-
-    rng = np.random.default_rng(seed)
-    draws = sorted(auc(rng.choice(neg, len(neg)), rng.choice(pos, len(pos))) for _ in range(resamples))
-    return {
-        "value": auc(neg, pos),
-        "low": draws[int(0.025 * resamples)],
-        "high": draws[int(0.975 * resamples) - 1],
-        "n_positive": len(pos),
-        "n_negative": len(neg),
-    }
 
 
 def choose_threshold(negative: Sequence[float], positive: Sequence[float]) -> float:

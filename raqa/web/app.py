@@ -1,4 +1,4 @@
-"""The Gradio page: a header, the three tabs (Ask, When to retrieve, Experiments) and the footer, wired to
+"""The Gradio page: a header, the four tabs (Ask, When to retrieve, Try a benchmark, Experiments) and the footer, wired to
 the service. It owns no retrieval or model logic: each tab renders events the service streams.
 
 `build_demo(service)` returns the Blocks (tests and the load test serve it on loopback); `launch` adds the
@@ -42,6 +42,7 @@ from raqa.web.page_text import badge_legend, footer
 from raqa.web.render import RunView, esc, failed_html, mark_stopped
 from raqa.web.visitors import VisitorGate, limit_runs
 from raqa.web.when_to_retrieve_tab import route, route_view
+from raqa.web.why import why_controls
 
 LOG = logging.getLogger(__name__)
 # Gradio's copies of the downloads (runs, reports, benchmark tables): every hour, those older than an hour go
@@ -232,6 +233,7 @@ def build_demo(service: Service, recordings_dir: Path = RECORDINGS_DIR, results_
 
         recordings = usable_recordings(service, recordings_dir)
         page_of = page_lookup(service)
+        why_controls(demo, service, page_of, gate, windows, download_json, download_md)
 
         def replay_here(question_, strategy_, order_, window_, k_, grounded_, rationale_, reader_=None):
             record: list[dict] = []

@@ -79,6 +79,7 @@ def ask(service: Service, question, strategy, order, window, k, grounded_only, r
         if labels
         else [RunView(title=TITLES[p.settings.strategy] + suffix) for p in plans]
     )
+    views[0].explainable = len(views) == 1 and plans[0].backend.can_score  # "Why this answer?" on a single run
     verdicts: list[list[WindowVerdict]] = [[] for _ in plans]
     try:
         for i, plan in enumerate(plans):
@@ -184,6 +185,8 @@ def replay(service: Service, recordings, page_of, question, strategy, order, win
         return
     banner = recorded_banner(found, service.backend.name if service.backend else None)
     view = RunView(title=TITLES[found.form.strategy] + " · recorded")
+    backend = service.backend
+    view.explainable = backend is not None and backend.can_score and found.header.get("model") == backend.name
     verdicts: list[WindowVerdict] = []
     settings = RunSettings(k=found.form.k)
     previous = 0.0

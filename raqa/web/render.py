@@ -8,10 +8,13 @@ logic and imports no UI toolkit, so its escaping is tested directly.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from html import escape
 
+from raqa.reading.attribution import MATTERS, can_attribute, shown_p
 from raqa.reading.events import (
+    Attribution,
     Final,
     Notice,
     ReplyDelta,
@@ -56,25 +59,46 @@ def badge(verdict: str) -> str:
     return f'<span class="raqa-badge raqa-{css}">{esc(label)}</span>'
 
 
-def highlighted_page_text(text: str, sentence: int | None) -> str:
-    """The page text as escaped sentences, with the 1-based `sentence` wrapped in <mark>."""
+Effects = dict[int, tuple[float, float]]  # sentence number -> (P(answer) without it, P(answer) with the whole window)
+
+
+def effect_class(p_without: float, p_with: float) -> str:
+    """The colour of a sentence by what leaving it out does to P(answer): needed (at least halves it), helps, none,
+    or against (the answer is at least twice as likely without it)."""
+    drop = math.log(max(p_with, 1e-12)) - math.log(max(p_without, 1e-12))
+    if drop >= MATTERS:
+        return "raqa-why-strong"
+    if drop >= MATTERS / 3:
+        return "raqa-why-some"
+    return "raqa-why-against" if drop <= -MATTERS else "raqa-why-none"
+
+
+def highlighted_page_text(text: str, sentence: int | None, effects: Effects | None = None) -> str:
+    """The page text as escaped sentences, with the 1-based `sentence` wrapped in <mark>; with effects (attribution),
+    each sentence the model was shown is coloured by what leaving it out does to P(answer)."""
     parts = []
     for number, s in enumerate(split_sentences(text), start=1):
         body = esc(s)
         if number == sentence:
             body = f'<mark class="raqa-evidence">{body}</mark>'
-        parts.append(f'<span class="raqa-sentence" title="sentence {number}">{body}</span>')
+        css, title = "raqa-sentence", f"sentence {number}"
+        if effects and number in effects:
+            p_without, p_with = effects[number]
+            css += " " + effect_class(p_without, p_with)
+            title += f": without it, P(answer) {shown_p(math.log(max(p_with, 1e-300)))} → "
+            title += shown_p(math.log(max(p_without, 1e-300)))
+        parts.append(f'<span class="{css}" title="{esc(title)}" data-sentence="{number}">{body}</span>')
     return " ".join(parts)
 
 
-def page_details(hit: Hit, sentence: int | None = None, open_: bool = False) -> str:
+def page_details(hit: Hit, sentence: int | None = None, open_: bool = False, effects: Effects | None = None) -> str:
     """A retrieved page as a <details> element: rank, score, title and id, then the full text."""
     page = hit.page
     summary = (
         f'<span class="raqa-rank">#{hit.rank}</span> <bdi>{esc(page.title)}</bdi> '
         f'<span class="raqa-meta">id {esc(page.id)} · BM25 {hit.score:.2f}</span>'
     )
-    body = highlighted_page_text(page.text, sentence)
+    body = highlighted_page_text(page.text, sentence, effects)
     return (
         f'<details class="raqa-page"{" open" if open_ else ""} data-page-id="{esc(page.id)}">'
         f'<summary>{summary}</summary><div class="raqa-page-text" dir="auto">{body}</div></details>'
@@ -95,6 +119,28 @@ def judge_html(v: WindowVerdict) -> str:
     return (
         '<div class="raqa-judge" title="An extractive reader fine-tuned to find the answer in one page, or none">'
         f"Answer judge: P(this window states the answer) {reading.p_answer:.2f}{support}{says}</div>"
+    )
+
+
+def why_html(a: Attribution) -> str:
+    """An attribution's finding, its numbers and the key to the sentence colours."""
+    cited = f" · without page {esc(a.cited_page)} {shown_p(a.without_page)}" if a.without_page is not None else ""
+    return (
+        f'<div class="raqa-why-result" data-finding="{esc(a.finding)}"><b>Why this answer?</b> '
+        f'<span dir="auto">{esc(a.summary)}</span><div class="raqa-meta">P(answer) with the window '
+        f"{shown_p(a.logprob)} · with no page {shown_p(a.without_pages)}{cited} · "
+        f"{len(a.sentences)} sentences left out one at a time, {a.seconds:.1f} s</div>"
+        '<div class="raqa-why-key">Sentences, by what leaving each out does: '
+        '<span class="raqa-why-strong">needed (P(answer) at least halves)</span> '
+        '<span class="raqa-why-some">helps</span> <span class="raqa-why-none">no effect</span> '
+        '<span class="raqa-why-against">against (P at least doubles)</span></div></div>'
+    )
+
+
+def why_button(window: int) -> str:
+    return (
+        f'<button type="button" class="raqa-why" data-window="{window}" title="Leave out each sentence in turn and '
+        'see how likely the model still finds its answer">Why this answer?</button>'
     )
 
 
@@ -119,6 +165,9 @@ class RunView:
     notices: list[str] = field(default_factory=list)
     final: Final | None = None
     failure: str | None = None
+    attributions: dict[int, Attribution] = field(default_factory=dict)  # window -> why it answered what it did
+    explainable: bool = False  # offer "Why this answer?" on answered windows (the page's single runs)
+    explaining: int | None = None  # the window whose attribution is being worked out
 
     def update(self, event: RunEvent) -> None:
         if isinstance(event, RunStarted):
@@ -137,6 +186,8 @@ class RunView:
             self.final = event
         elif isinstance(event, RunFailed):
             self.failure = event.message
+        elif isinstance(event, Attribution):
+            self.attributions[event.window] = event
 
     # -- rendering -------------------------------------------------------------------------
     def answer_html(self) -> str:
@@ -197,10 +248,18 @@ class RunView:
         status = badge(v.verdict) if v else badge("reading")
         evidence_page = v.grounding.page_id if v and v.grounding else None
         evidence_sentence = v.grounding.sentence if v and v.grounding and v.grounding.supported else None
+        why = self.attributions.get(card.number)
+        effects: dict[str, Effects] = {}
+        if why is not None:
+            p_with = math.exp(why.logprob)
+            for e in why.sentences:
+                effects.setdefault(e.page_id, {})[e.sentence] = (math.exp(e.logprob), p_with)
         pages = "".join(
-            page_details(h, evidence_sentence if h.page.id == evidence_page else None, open_=h.page.id == evidence_page)
+            page_details(h, evidence_sentence if h.page.id == evidence_page else None,
+                         open_=h.page.id == evidence_page or (why is not None and h.page.id in effects),
+                         effects=effects.get(h.page.id))
             for h in card.hits
-        )
+        )  # fmt: skip
         lines = [f'<pre class="raqa-reply" dir="auto">{esc(card.reply)}</pre>' if card.reply else ""]
         if v is not None:
             if v.reply.reason:
@@ -214,6 +273,13 @@ class RunView:
                 lines.append(
                     '<div class="raqa-grounding">The reply did not follow the format; counted as no answer.</div>'
                 )
+            if why is not None:
+                lines.append(why_html(why))
+            elif self.explaining == card.number:
+                lines.append('<div class="raqa-why-result raqa-why-pending">Why this answer? Leaving out each sentence '
+                             "in turn and asking the model again (a few seconds)…</div>")  # fmt: skip
+            elif self.explainable and self.final is not None and can_attribute(v) is None:
+                lines.append(why_button(card.number))
             tokens = f"{v.prompt_tokens:,} prompt + {v.completion_tokens:,} completion tokens · {v.seconds:.1f} s"
         else:
             tokens = f"{card.prompt_tokens:,} prompt tokens"
