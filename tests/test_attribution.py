@@ -8,6 +8,7 @@ import math
 
 import pytest
 import torch
+from test_speed import tiny_llama
 
 from raqa.config import RunSettings
 from raqa.models.base import ModelError
@@ -19,7 +20,6 @@ from raqa.reading.engine import run
 from raqa.reading.events import Attribution, Notice, WindowVerdict, from_json, to_json
 from raqa.reading.prompts import build_messages, page_block, parse_reply, shown_sentences
 from raqa.retrieval.index import Hit
-from test_speed import tiny_llama
 
 SETTINGS = RunSettings(window=1, k=3)
 
@@ -126,7 +126,9 @@ def test_windows_without_a_model_answer_cannot_be_attributed(tiny_pages) -> None
     judged = WindowVerdict(1, judged.hits, "answered", judged.reply, None, 0.9, 0, 0, 0.1)
     assert "without asking the model" in can_attribute(judged)
     with pytest.raises(ModelError, match="attribution needs a model on this machine"):
-        attribute("Who?", answered(tiny_pages, "ANSWER: Leonardo\nPAGE: p3\nSENTENCE: 1"), ScriptedBackend([]), SETTINGS)
+        attribute(
+            "Who?", answered(tiny_pages, "ANSWER: Leonardo\nPAGE: p3\nSENTENCE: 1"), ScriptedBackend([]), SETTINGS
+        )
 
 
 def test_the_attribution_event_comes_back_from_its_json(tiny_pages) -> None:

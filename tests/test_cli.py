@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -484,3 +485,26 @@ def test_train_reader_and_train_adapt_pass_their_options_to_the_one_trainers_con
     assert main(["train-adapt", "--batch", "16", "--micro-batch", "4", "--out", str(tmp_path / "a")]) == 0
     assert seen["reader"] == replace(READER_LORA, batch=8, rank=4)
     assert seen["adapt"] == replace(ADAPT_LORA, batch=16, micro_batch=4)
+
+
+def test_why_adds_an_attribution_after_each_answered_window(tiny_service, broad_question: str, capsys) -> None:
+    backend = tiny_service(DECLINE, "ANSWER: Danube\nPAGE: p5\nSENTENCE: 1")
+    backend._scorer = lambda messages, answer: math.log(0.8 if "second-longest" in messages[-1]["content"] else 0.01)
+    backend.can_score = True
+    assert main(["ask", broad_question, "--json", "--window", "3", "--k", "8", "--why"]) == 0
+    events = json_lines(capsys.readouterr().out)
+    types = [event["type"] for event in events]
+    assert types.count("attribution") == 1 and types[types.index("attribution") - 1] == "window_verdict"
+    why = events[types.index("attribution")]
+    assert why["finding"] == "sentence" and why["window"] == 2 and "sentence 1 of page p5" in why["summary"]
+    assert any(s["page_id"] == "p5" and s["sentence"] == 1 for s in why["sentences"])
+    assert types[-1] == "final"
+    # the human output says it in one line, with the sentences that matter most
+    backend = tiny_service(DECLINE, "ANSWER: Danube\nPAGE: p5\nSENTENCE: 1")
+    backend._scorer = lambda messages, answer: math.log(0.8 if "second-longest" in messages[-1]["content"] else 0.01)
+    backend.can_score = True
+    assert main(["ask", broad_question, "--window", "3", "--k", "8", "--why"]) == 0
+    err = capsys.readouterr().err
+    assert (
+        "why: Removing sentence 1 of page p5" in err and "without sentence 1 of page p5: P(answer) 0.80 -> 0.01" in err
+    )

@@ -314,6 +314,10 @@ def _a_lesson_step_loads_its_settings_and_replays(tab) -> None:
     answer.wait_for(timeout=30000)  # the invented answer, flagged
     assert tab.locator("#raqa-answers .raqa-recorded").count() == 1
     assert "lowest-ranked page" in tab.locator("#raqa-lesson-text").inner_text()
+    # the attribution was recorded with the run: "Why this answer?" is there at once, traced to a sentence
+    why = tab.locator('.raqa-why-result[data-finding="sentence"]')
+    why.wait_for(timeout=10000)
+    assert "Removing sentence" in why.inner_text() and tab.locator(".raqa-why-strong").count() >= 1
 
 
 def _the_examples_behave(tab) -> None:

@@ -41,3 +41,22 @@ def test_markup_from_pages_and_models_is_escaped() -> None:
     assert md("<img src=x onerror=alert(1)> *x*\n# y") == "\\<img src=x onerror=alert\\(1\\)\\> \\*x\\* \\# y"
     report = markdown_report([{"type": "run_failed", "message": "<b>bad</b>"}])
     assert "\\<b\\>bad\\</b\\>" in report and "<b>" not in report
+
+
+def test_the_report_says_why_an_answer_was_given_when_it_was_asked(tiny_index, tiny_pages) -> None:
+    import math
+
+    from raqa.reading.attribution import with_attributions
+
+    page = next(p for p in tiny_pages if "Mona Lisa" in p.title)
+    reply = f"ANSWER: Leonardo da Vinci\nPAGE: {page.id}\nSENTENCE: 1"
+    backend = ScriptedBackend(
+        lambda messages: reply, scorer=lambda m, a: math.log(0.9 if "Leonardo" in m[-1]["content"] else 0.1)
+    )
+    settings = RunSettings(window=2, k=4)
+    question = "Who painted the Mona Lisa?"
+    events = [
+        to_json(e) for e in with_attributions(run(question, tiny_index, backend, settings), question, backend, settings)
+    ]
+    report = markdown_report(events)
+    assert "Why this answer (window 1): Removing sentence 1 of page p3" in report

@@ -168,19 +168,19 @@ def cmd_record(args: argparse.Namespace) -> int:
         return error(str(e))
     form = Form(order=args.order, window=args.window, k=args.k, grounded_only=args.grounded_only, reader=args.reader)
     if args.lessons:
-        runs = [(step.question, step.form) for step in load_lessons()]
+        runs = [(step.question, step.form, step.why or args.why) for step in load_lessons()]
     else:
-        runs = [(question, form) for question in args.questions or load_examples()]
-    for question, form in runs:
+        runs = [(question, form, args.why) for question in args.questions or load_examples()]
+    for question, form, why in runs:
         command = (
             f'python -m raqa record "{question}" --window {form.window} --k {form.k} --order {form.order}'
             + (" --grounded-only" if form.grounded_only else "")
             + (f" --reader {form.reader}" if form.reader else "")
-            + (" --why" if args.why else "")
+            + (" --why" if why else "")
             + f" --out {args.out}"
         )
         try:
-            recording = record_run(service, question, form, command, args.why)
+            recording = record_run(service, question, form, command, why)
         except SettingsError as e:
             return error(str(e))
         final = recording.timed_events[-1][1]

@@ -109,3 +109,28 @@ def attribution_experiment(items, index, backend, settings, judge, positives, pe
     """The experiment's results: its summary, the rows it was made from, and how many windows were read."""
     rows, read = collect(items, index, backend, settings, judge, positives, per_kind, progress)
     return {"window": settings.window, "k": settings.k, "windows_read": read, **summarise(rows), "rows": rows}
+
+
+def _pct(e: dict) -> str:
+    if not e.get("n"):
+        return "– (n = 0)"
+    return f"{e['value']:.0%} [{e['low']:.0%}, {e['high']:.0%}]"
+
+
+def markdown_table(results: dict) -> str:
+    """The README's table, rendered from the record's results (a test holds the README to it)."""
+    groups = [("all answered windows", results["all"])]
+    groups += [(k.replace("_", "-") + " windows", v) for k, v in results["by_kind"].items()]
+    groups += [(f"badge {b}", v) for b, v in results["by_badge"].items()]
+    lines = ["| answered windows | n | depends on the cited sentence | on another sentence | on no sentence | "
+             "from memory | answer right |", "|---|---|---|---|---|---|---|"]  # fmt: skip
+    for name, g in groups:
+        cells = [_pct(g[f"depends_on_{d}"]) for d in DEPENDS] + [_pct(g["finding_memory"]), _pct(g["right"])]
+        lines.append(f"| {name} | {g['n']} | " + " | ".join(cells) + " |")
+    lines += ["", "| telling a right answer from a wrong one, by | AUC [95%] |", "|---|---|"]
+    for key, label in (("depends_on_a_sentence", "depends on a sentence (yes / no)"),
+                       ("largest_drop", "the largest drop when one sentence is left out"),
+                       ("p_answer", "the model's P(answer)")):  # fmt: skip
+        a = results["right_vs_wrong_auc"][key]
+        lines.append(f"| {label} | {a['value']:.2f} [{a['low']:.2f}, {a['high']:.2f}] |")
+    return "\n".join(lines)

@@ -73,6 +73,8 @@ def markdown_report(events: Sequence[dict]) -> str:
             lines += _window_section(event, replies.get(event["window"], ""))
         elif event["type"] == "notice":
             lines += [f"*Note: {md(event['message'])}*", ""]
+        elif event["type"] == "attribution":
+            lines += [f"Why this answer (window {event['window']}): {md(event['summary'])}", ""]
     if final:
         answer = md(final["answer"]) if final["answer"] is not None else "answer not found"
         lines += ["## Result", "", f"**Answer:** {answer} ({VERDICT_WORDS.get(final['verdict'], final['verdict'])})", "",

@@ -301,6 +301,36 @@ def badges_figure(record: dict) -> go.Figure:
     return figure
 
 
+DEPENDS_LABELS = (("depends_on_cited", "the cited sentence"), ("depends_on_other", "another sentence"),
+                  ("depends_on_none", "no sentence"))  # fmt: skip
+AUC_LABELS = (("depends_on_a_sentence", "depends on a sentence"), ("largest_drop", "largest drop"),
+              ("p_answer", "P(answer)"))  # fmt: skip
+
+
+def attribution_figure(record: dict) -> go.Figure:
+    """experiment attribution: what each answered window's answer depends on, by kind of window and by badge, and
+    how well that (and P(answer)) tells a right answer from a wrong one."""
+    r = record["results"]
+    groups = [("all answered", r["all"])] + [(k.replace("_", "-"), v) for k, v in r["by_kind"].items()]
+    groups += [(f"badge {b}", v) for b, v in r["by_badge"].items()]
+    figure = make_subplots(rows=1, cols=2, column_widths=[0.68, 0.32], subplot_titles=[
+        f"What the answer depends on ({r['answered_windows']} answered windows, {_n(record)})",
+        "Right vs wrong answer: AUC"])  # fmt: skip
+    for colour, (key, label) in zip(COLOURS, DEPENDS_LABELS, strict=False):
+        estimates = [g[key] for _, g in groups]
+        figure.add_bar(x=[f"{name} (n={g['n']})" for name, g in groups], y=[e["value"] for e in estimates],
+                       error_y=_errors(estimates), name=label, marker_color=colour, row=1, col=1)  # fmt: skip
+    aucs = [r["right_vs_wrong_auc"][key] for key, _ in AUC_LABELS]
+    figure.add_bar(x=[label for _, label in AUC_LABELS], y=[a["value"] for a in aucs], error_y=_errors(aucs),
+                   marker_color=COLOURS[3], name="AUC", showlegend=False, row=1, col=2)  # fmt: skip
+    figure.add_hline(y=0.5, line_dash="dash", row=1, col=2, annotation_text="chance")
+    figure.update_yaxes(tickformat=".0%", range=[0, 1.05], row=1, col=1)
+    figure.update_yaxes(range=[0, 1.05], row=1, col=2)
+    figure.update_layout(title="Why did it answer that? Leave-one-sentence-out attribution", barmode="group",
+                         **{**_LAYOUT, "height": 440})  # fmt: skip
+    return figure
+
+
 FIGURES = {
     "recall": recall_figure,
     "reading_defaults": reading_defaults_figure,
@@ -310,4 +340,5 @@ FIGURES = {
     "unanswerable": unanswerable_figure,
     "reader_comparison": reader_comparison_figure,
     "badges": badges_figure,
+    "attribution": attribution_figure,
 }

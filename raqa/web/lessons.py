@@ -26,13 +26,17 @@ class Step:
     question: str
     form: Form
     watch: str  # what to look at, in plain words
+    why: bool = False  # record each answered window's attribution with the run ("Why this answer?" in the replay)
 
 
 def load_lessons(path: Path = LESSONS_FILE) -> list[Step]:
     """The steps in order; [] (and a warning) when the file is missing or malformed."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        steps = [Step(s["title"], s["question"], Form(**s["form"]), s["watch"]) for s in data["steps"]]
+        steps = [
+            Step(s["title"], s["question"], Form(**s["form"]), s["watch"], bool(s.get("why", False)))
+            for s in data["steps"]
+        ]
         if any(not isinstance(v, str) or not v.strip() for s in steps for v in (s.title, s.question, s.watch)):
             raise ValueError("a step has an empty title, question or text")
     except (OSError, ValueError, KeyError, TypeError) as e:
