@@ -109,7 +109,7 @@ def test_an_answer_spread_over_a_page_rests_on_the_page(tiny_pages) -> None:
     verdict = answered(tiny_pages, "ANSWER: Leonardo\nPAGE: p3\nSENTENCE: 1", pages=(2, 5))
     a = attribute("Who?", verdict, backend, SETTINGS.replace(window=2))
     assert a.finding == "page" and math.exp(a.without_page) == pytest.approx(0.01)
-    assert {e.page_id for e in a.sentences} == {"p3", "p6"}
+    assert {e.page_id for e in a.sentences} == {"p3"}  # two pages: the cited one sentence by sentence, the other whole
 
 
 def test_when_nothing_matters_the_finding_says_so(tiny_pages) -> None:
@@ -160,3 +160,11 @@ def test_why_follows_each_answered_window_with_its_attribution(tiny_index) -> No
     notices = [e for e in events if isinstance(e, Notice)]
     assert len(notices) == 1 and "Why this answer?" in notices[0].message
     assert not any(isinstance(e, Attribution) for e in events) and type(events[-1]).__name__ == "Final"
+
+
+def test_a_window_of_many_uncited_sentences_is_refused_with_a_reason(tiny_pages, monkeypatch) -> None:
+    backend = scorer_from(lambda text: 0.5)
+    verdict = answered(tiny_pages, "ANSWER: Leonardo\nPAGE: elsewhere\nSENTENCE: 1", pages=tuple(range(8)))
+    monkeypatch.setattr("raqa.reading.attribution.MAX_SENTENCES", 20)  # eight pages of three sentences: 24
+    with pytest.raises(ModelError, match="shows 24 sentences and cites no page of it"):
+        attribute("Who?", verdict, backend, SETTINGS.replace(window=8))

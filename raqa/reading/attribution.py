@@ -11,7 +11,9 @@ A sentence or page *matters* when leaving it out at least halves P(answer) (`MAT
     sentence  one sentence matters (the one whose removal lowers P(answer) most is named);
     page      no single sentence matters, but the cited page does (the answer is spread over its sentences);
     spread    neither: removing any one sentence or the cited page leaves the answer about as likely.
-Left out: pairs of sentences, and windows the answer judge settled without asking the model (nothing to ask).
+In a window of several pages that cites one of them, that page is taken sentence by sentence and the others stay
+whole (they are not left out one by one: the cost of a window grows with every sentence tried). Left out: pairs of
+sentences, and windows the answer judge settled without asking the model (nothing to ask).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from raqa.reading.events import Attribution, Finding, Notice, RunEvent, Sentence
 from raqa.reading.prompts import ANSWER_WORD, shown_sentences
 
 MATTERS = math.log(2)  # leaving a sentence (or page) out at least halves P(answer): the answer depends on it
+MAX_SENTENCES = 60  # sentences left out one at a time in one attribution (each costs a prompt's worth of compute)
 FINDINGS: dict[Finding, str] = {
     "sentence": "the answer comes from one sentence",
     "page": "the answer rests on the cited page as a whole, on no single sentence",
@@ -55,12 +58,19 @@ def attribute(question: str, verdict: WindowVerdict, backend: Backend, settings:
     start = time.perf_counter()
     answer = verdict.reply.answer
     hits = verdict.hits
+    cited = verdict.reply.page_id if any(h.page.id == verdict.reply.page_id for h in hits) else None
+    # in a window of several pages, the cited page sentence by sentence (it is also left out whole)
+    ablated = [h for h in in_reading_order(hits, settings) if cited is None or len(hits) == 1 or h.page.id == cited]
     shown = [
         (hit.page.id, number)
-        for hit in in_reading_order(hits, settings)
+        for hit in ablated
         for number in range(1, len(shown_sentences(hit, settings.page_tokens, backend.count_tokens)) + 1)
     ]
-    cited = verdict.reply.page_id if any(h.page.id == verdict.reply.page_id for h in hits) else None
+    if len(shown) > MAX_SENTENCES:
+        raise ModelError(
+            f"This window shows {len(shown)} sentences and cites no page of it; attribution leaves out at most "
+            f"{MAX_SENTENCES} one at a time (a smaller window will do)."
+        )
     prompts = [prompt(question, hits, backend, settings)]
     prompts += [prompt(question, hits, backend, settings, leave_out=where) for where in shown]
     prompts.append(prompt(question, (), backend, settings))

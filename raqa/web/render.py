@@ -277,7 +277,7 @@ class RunView:
                 lines.append(why_html(why))
             elif self.explaining == card.number:
                 lines.append('<div class="raqa-why-result raqa-why-pending">Why this answer? Leaving out each sentence '
-                             "in turn and asking the model again (a few seconds)…</div>")  # fmt: skip
+                             "in turn and asking the model again (a few seconds a page)…</div>")  # fmt: skip
             elif self.explainable and self.final is not None and can_attribute(v) is None:
                 lines.append(why_button(card.number))
             tokens = f"{v.prompt_tokens:,} prompt + {v.completion_tokens:,} completion tokens · {v.seconds:.1f} s"
