@@ -10,13 +10,15 @@ from pathlib import Path
 import pytest
 
 from raqa.config import RunSettings
-from raqa.evaluation.attribution_eval import collect, depends_on, summarise
+from raqa.evaluation.attribution_eval import collect, depends_on, markdown_table, summarise
 from raqa.evaluation.positives import PositiveIndex
 from raqa.evaluation.questions import QAItem
 from raqa.models.scripted import ScriptedBackend
 from raqa.reading.events import Attribution, SentenceEffect
+from raqa.web.figures_experiments import attribution_figure
 
-RECORD = Path(__file__).resolve().parent.parent / "assets" / "results" / "attribution-triviaqa.json"
+ROOT = Path(__file__).resolve().parent.parent
+RECORD = ROOT / "assets" / "results" / "attribution-triviaqa.json"
 
 
 def attribution(cited: tuple[str, int], drops: dict[int, float]) -> Attribution:
@@ -52,11 +54,26 @@ def test_only_answered_windows_become_rows_and_the_summary_counts_them(tiny_page
     assert summary["by_kind"]["answer_free"]["n"] == 0
 
 
-@pytest.mark.skipif(not RECORD.exists(), reason="the attribution record is not committed")
-def test_the_committed_record_is_recomputed_from_its_rows() -> None:
+def test_the_committed_record_is_recomputed_from_its_rows_and_the_readme_shows_it() -> None:
     record = json.loads(RECORD.read_text(encoding="utf-8"))
     results = record["results"]
     again = summarise(results["rows"])
-    assert json.loads(json.dumps(again)) == {k: results[k] for k in again}
+    assert json.dumps(again, sort_keys=True) == json.dumps({k: results[k] for k in again}, sort_keys=True)
     assert results["answered_windows"] >= 200  # the n
     assert record["command"].startswith("python -m raqa experiment attribution")
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert markdown_table(results) in readme
+
+
+def test_the_figure_draws_every_group_and_the_three_aucs() -> None:
+    record = json.loads(RECORD.read_text(encoding="utf-8"))
+    figure = attribution_figure(record)
+    bars = [trace for trace in figure.data if trace.name != "AUC"]
+    assert [trace.name for trace in bars] == ["the cited sentence", "another sentence", "no sentence"]
+    groups = 1 + len(record["results"]["by_kind"]) + len(record["results"]["by_badge"])
+    assert all(len(trace.x) == groups for trace in bars)
+    assert list(next(t for t in figure.data if t.name == "AUC").x) == [
+        "depends on a sentence",
+        "largest drop",
+        "P(answer)",
+    ]

@@ -26,6 +26,7 @@ EXPERIMENT_ORDER = [
     "reading_defaults",
     "reader_comparison",
     "badges",
+    "attribution",
     "when_to_retrieve",
     "pipeline",
     "ret_signal",
