@@ -14,14 +14,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
+from typing import get_args
 
 from raqa.config import RunSettings
 from raqa.evaluation.metrics import answer_contained, auc_interval, estimate
 from raqa.evaluation.positives import PositiveIndex, sample_windows
 from raqa.evaluation.questions import QAItem
-from raqa.reading.attribution import FINDINGS, MATTERS, attribute, can_attribute
+from raqa.reading.attribution import MATTERS, attribute, can_attribute
 from raqa.reading.engine import window_verdict
-from raqa.reading.events import Attribution
+from raqa.reading.events import Attribution, Finding
 from raqa.retrieval.index import BM25Index
 
 Progress = Callable[[Iterable], Iterable]
@@ -74,7 +75,7 @@ def _shares(rows: Sequence[dict]) -> dict:
     return {
         "n": len(rows),
         **{f"depends_on_{d}": estimate([r["depends_on"] == d for r in rows]) for d in DEPENDS},
-        **{f"finding_{f}": estimate([r["finding"] == f for r in rows]) for f in FINDINGS},
+        **{f"finding_{f}": estimate([r["finding"] == f for r in rows]) for f in get_args(Finding)},
         "right": estimate([r["right"] for r in rows]),
     }
 

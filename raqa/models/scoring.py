@@ -71,8 +71,8 @@ def lean_logprobs(runner, prompts: Sequence[Sequence[int]], target: Sequence[int
     if start is not None and start.length <= min(points):
         walker.copy_from(start)
     out: dict[int, float] = {}
-    for start in range(0, len(order), CHUNK):
-        chunk = order[start : start + CHUNK]
+    for at in range(0, len(order), CHUNK):
+        chunk = order[at : at + CHUNK]
         point = min(points[i] for i in chunk)
         if point > walker.length:
             runner.forward([Request(walker, list(prompts[0][walker.length : point]))])

@@ -30,12 +30,6 @@ from raqa.reading.prompts import ANSWER_WORD, shown_sentences
 
 MATTERS = math.log(2)  # leaving a sentence (or page) out at least halves P(answer): the answer depends on it
 MAX_SENTENCES = 60  # sentences left out one at a time in one attribution (each costs a prompt's worth of compute)
-FINDINGS: dict[Finding, str] = {
-    "sentence": "the answer comes from one sentence",
-    "page": "the answer rests on the cited page as a whole, on no single sentence",
-    "memory": "the answer does not need the pages: from memory",
-    "spread": "no single sentence or page carries the answer",
-}
 
 
 def can_attribute(verdict: WindowVerdict) -> str | None:

@@ -147,7 +147,7 @@ class Attribution(Event):
     without_pages: float  # with no page at all: the answer from memory
     cited_page: str | None
     cited_sentence: int | None
-    finding: Finding  # what the answer depends on (attribution.FINDINGS)
+    finding: Finding  # what the answer depends on (the rules in attribution.py)
     summary: str  # one plain sentence for the viewer
     seconds: float
 

@@ -8,7 +8,6 @@ logic and imports no UI toolkit, so its escaping is tested directly.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from html import escape
 
@@ -59,13 +58,13 @@ def badge(verdict: str) -> str:
     return f'<span class="raqa-badge raqa-{css}">{esc(label)}</span>'
 
 
-Effects = dict[int, tuple[float, float]]  # sentence number -> (P(answer) without it, P(answer) with the whole window)
+Effects = dict[int, tuple[float, float]]  # sentence number -> (log P(answer) without it, with the whole window)
 
 
-def effect_class(p_without: float, p_with: float) -> str:
-    """The colour of a sentence by what leaving it out does to P(answer): needed (at least halves it), helps, none,
-    or against (the answer is at least twice as likely without it)."""
-    drop = math.log(max(p_with, 1e-12)) - math.log(max(p_without, 1e-12))
+def effect_class(without: float, with_all: float) -> str:
+    """The colour of a sentence by what leaving it out does to log P(answer): needed (at least halves P), helps,
+    none, or against (the answer is at least twice as likely without it)."""
+    drop = with_all - without
     if drop >= MATTERS:
         return "raqa-why-strong"
     if drop >= MATTERS / 3:
@@ -83,10 +82,9 @@ def highlighted_page_text(text: str, sentence: int | None, effects: Effects | No
             body = f'<mark class="raqa-evidence">{body}</mark>'
         css, title = "raqa-sentence", f"sentence {number}"
         if effects and number in effects:
-            p_without, p_with = effects[number]
-            css += " " + effect_class(p_without, p_with)
-            title += f": without it, P(answer) {shown_p(math.log(max(p_with, 1e-300)))} → "
-            title += shown_p(math.log(max(p_without, 1e-300)))
+            without, with_all = effects[number]
+            css += " " + effect_class(without, with_all)
+            title += f": without it, P(answer) {shown_p(with_all)} → {shown_p(without)}"
         parts.append(f'<span class="{css}" title="{esc(title)}" data-sentence="{number}">{body}</span>')
     return " ".join(parts)
 
@@ -251,9 +249,8 @@ class RunView:
         why = self.attributions.get(card.number)
         effects: dict[str, Effects] = {}
         if why is not None:
-            p_with = math.exp(why.logprob)
             for e in why.sentences:
-                effects.setdefault(e.page_id, {})[e.sentence] = (math.exp(e.logprob), p_with)
+                effects.setdefault(e.page_id, {})[e.sentence] = (e.logprob, why.logprob)
         pages = "".join(
             page_details(h, evidence_sentence if h.page.id == evidence_page else None,
                          open_=h.page.id == evidence_page or (why is not None and h.page.id in effects),
