@@ -32,20 +32,32 @@ K_RANGE = (5, 100)
 MAX_QUESTION_CHARS = 1000
 
 
+WEIGHTS = ("int4", "fp32")  # SpeedOptions.weights: packed weights for decode, or fp32 everywhere
+
+
 @dataclass(frozen=True)
 class SpeedOptions:
-    """How the local model computes a reply. Every option changes the speed only: for fixed inputs the verdicts,
-    answers and P(answer) agree to 1e-4 with and without each (tests/test_speed.py). All off is the plain
-    transformers forward with a DynamicCache, the baseline the bench and the load test compare against."""
+    """How the local model computes a reply. Every option but `weights` changes the speed only: for fixed inputs the
+    verdicts, answers and P(answer) agree to 1e-4 with and without each (tests/test_speed.py). `weights` trades
+    exactness for speed in decode only: prompts are still computed in fp32, so verdicts and P(answer) are unchanged,
+    while the tokens of an answer come from 4-bit weights (the reader comparison measures what that changes). All
+    off is the plain transformers forward with a DynamicCache, the baseline the bench and the load test compare
+    against."""
 
     prefix_cache: bool = True  # compute the system prompt and worked examples once, start each window from them
     lean_forward: bool = True  # Llama models: llama_runner's forward (preallocated cache, last-row logits only)
     lookahead: int = 8  # tokens guessed from the prompt and checked in one pass (prompt lookup); 0 = off
     batching: bool = True  # lean forward only: runs in flight share each forward pass (batcher.py)
+    weights: str = "int4"  # lean forward only: "int4" decodes from packed weights (models/weights.py), or "fp32"
 
     @classmethod
     def off(cls) -> SpeedOptions:
-        return cls(prefix_cache=False, lean_forward=False, lookahead=0, batching=False)
+        return cls(prefix_cache=False, lean_forward=False, lookahead=0, batching=False, weights="fp32")
+
+    @classmethod
+    def exact(cls) -> SpeedOptions:
+        """Every speed-up that changes no number: all on, decode in fp32."""
+        return cls(weights="fp32")
 
 
 def default_cache_dir() -> Path:
@@ -115,8 +127,9 @@ class AppConfig:
     @classmethod
     def from_env(cls, **overrides: object) -> AppConfig:
         """Read the RAQA_* variables (CORPUS, MODEL, ADAPTER, CACHE, READER, ENDPOINTS, POPQA, POP_THRESHOLD, FLAGS,
-        PUBLIC) and SPACE_ID; explicit overrides win. A POP_THRESHOLD that is not a number of 0 or more, or a
-        RAQA_PUBLIC other than 0 or 1, raises ValueError."""
+        PUBLIC, WEIGHTS) and SPACE_ID; explicit overrides win (`weights` sets speed.weights). A POP_THRESHOLD that is
+        not a number of 0 or more, a RAQA_PUBLIC other than 0 or 1, or RAQA_WEIGHTS other than int4 or fp32 raises
+        ValueError."""
         env = {
             "corpus": os.environ.get("RAQA_CORPUS") or None,
             "model": os.environ.get("RAQA_MODEL") or None,
@@ -129,6 +142,10 @@ class AppConfig:
             "cache_dir": default_cache_dir(),
             "public": public_limits(os.environ),
         }
+        weights = overrides.pop("weights", None) or os.environ.get("RAQA_WEIGHTS") or SpeedOptions.weights
+        if weights not in WEIGHTS:
+            raise ValueError(f"RAQA_WEIGHTS must be one of {', '.join(WEIGHTS)}, got {weights!r}.")
+        env["speed"] = SpeedOptions(weights=weights)
         env.update({k: v for k, v in overrides.items() if v is not None})
         env["cache_dir"] = Path(env["cache_dir"])
         return cls(**env)

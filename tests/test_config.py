@@ -261,3 +261,17 @@ def test_secrets_are_read_here(monkeypatch) -> None:
     assert secret("RAQA_TEST_SECRET") is None
     monkeypatch.delenv("RAQA_TEST_SECRET")
     assert secret("RAQA_TEST_SECRET") is None
+
+
+def test_decode_weights_come_from_the_option_else_raqa_weights_and_a_bad_value_is_refused(monkeypatch) -> None:
+    from raqa.config import AppConfig, SpeedOptions
+
+    monkeypatch.delenv("RAQA_WEIGHTS", raising=False)
+    assert AppConfig.from_env().speed == SpeedOptions()
+    assert AppConfig.from_env().speed.weights == "int4"
+    monkeypatch.setenv("RAQA_WEIGHTS", "fp32")
+    assert AppConfig.from_env().speed == SpeedOptions.exact()
+    assert AppConfig.from_env(weights="int4").speed.weights == "int4"
+    monkeypatch.setenv("RAQA_WEIGHTS", "int3")
+    with pytest.raises(ValueError, match="RAQA_WEIGHTS must be one of int4, fp32"):
+        AppConfig.from_env()

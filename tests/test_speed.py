@@ -201,7 +201,7 @@ OPTIONS = {
     "prefix cache": SpeedOptions(lean_forward=False, lookahead=0, batching=False),
     "lean forward": SpeedOptions(prefix_cache=False, lookahead=0, batching=False),
     "lookahead": SpeedOptions(prefix_cache=False, lean_forward=False, batching=False),
-    "all": SpeedOptions(),
+    "all": SpeedOptions.exact(),
 }
 
 
@@ -226,6 +226,29 @@ def test_every_speed_option_keeps_verdicts_answers_and_probabilities(real_model,
             for word, p in want[0].probabilities.items():
                 assert math.isclose(have[0].probabilities[word], p, abs_tol=1e-4), name
             assert have[1:] == want[1:], name  # the same text, piece by piece, and the same token counts
+
+
+@pytest.mark.slow
+def test_packed_weights_keep_verdicts_and_probabilities_and_these_answers(real_model, tiny_pages) -> None:
+    """int4 decode computes every prompt in fp32, so the verdict and its probabilities are exact; the answer's tokens
+    come from the packed weights (here the same answers; the reader comparison measures the rest)."""
+    from raqa.reading.prompts import build_messages
+    from raqa.retrieval.index import Hit
+
+    plan = reply_plan(RunSettings())
+    exact, packed = real_model.with_speed(SpeedOptions.exact()), real_model.with_speed(SpeedOptions())
+    assert packed.runner.weights == "int4" and exact.runner.weights == "fp32"
+    for question in ("Who painted the Mona Lisa?", "What is the capital of France?"):
+        for page in tiny_pages[:3]:
+            messages = build_messages(question, [Hit(1, 1.0, page)], 320, real_model.count_tokens)
+            want, have = list(exact.reply(messages, plan)), list(packed.reply(messages, plan))
+            assert have[0].chosen == want[0].chosen
+            for word, p in want[0].probabilities.items():
+                assert math.isclose(have[0].probabilities[word], p, abs_tol=1e-4)
+            answer = [line for line in "".join(x for x in have if isinstance(x, str)).splitlines() if "ANSWER" in line]
+            assert answer == [
+                line for line in "".join(x for x in want if isinstance(x, str)).splitlines() if "ANSWER" in line
+            ]
 
 
 def test_a_brought_llama_replies_alike_at_once_and_a_closed_reply_is_no_longer_waited_for(tmp_path) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from raqa.cli.output import counter_bar, error, progress_bar, say
 from raqa.cli.parser import app_config
+from raqa.config import SpeedOptions
 from raqa.evaluation import records, registry
 from raqa.models.base import ModelError
 from raqa.retrieval.corpus import CorpusError
@@ -42,6 +43,8 @@ def cmd_experiment(args: argparse.Namespace) -> int:
     label = args.dataset
     if "window" in experiment.options and (args.window, args.page_order) != (3, "best_first"):  # the first records
         label += f"-w{args.window}" + ("-best-last" if args.page_order == "best_last" else "")
+    if run.about["weights"] not in (None, SpeedOptions.weights):  # decoded in fp32: beside the default record
+        label += f"-{run.about['weights']}"
     path = records.write(experiment.name, label, run.results, run.about, _out_dir(args))
     say(f"wrote {path} in {run.seconds:.0f} s")
     return 0

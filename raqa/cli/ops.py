@@ -36,7 +36,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 def cmd_load_test(args: argparse.Namespace) -> int:
     """Serve the page on the real model and send one NQ question per session, all at once: first with every speed
-    option off (one run at a time, the page as it was), then on (runs in flight share forward passes)."""
+    option off (one run at a time, the page as it was), then on with fp32 weights (runs in flight share forward
+    passes), then on (decode from packed weights too)."""
     from raqa.config import SpeedOptions
     from raqa.ops import reliability
     from raqa.service import Service
@@ -45,7 +46,7 @@ def cmd_load_test(args: argparse.Namespace) -> int:
     questions = sample_questions(args.sessions, args.seed)
     form = ("iterative", "forward", args.window, args.k, False, False, None)
     phases, ok = {}, True
-    for name, speed in (("off", SpeedOptions.off()), ("on", SpeedOptions())):
+    for name, speed in (("off", SpeedOptions.off()), ("on_fp32_weights", SpeedOptions.exact()), ("on", SpeedOptions())):
         service = loaded.with_speed(speed)
         say(f"Speed-ups {name}: {service.concurrent_runs} run(s) at once")
         summary = reliability.load_phase(service, questions, form, progress_line(f"sessions done ({name})"))
@@ -57,12 +58,13 @@ def cmd_load_test(args: argparse.Namespace) -> int:
             f"max {summary['max_s']:.1f} s"
         )
     ratio = phases["on"]["p95_s"] / phases["off"]["p95_s"]
-    print(f"p95 on / off: {ratio:.2f}x (target <= 0.5x)")
+    packed_ratio = phases["on"]["p95_s"] / phases["on_fp32_weights"]["p95_s"]
+    print(f"p95 on / off: {ratio:.2f}x (target <= 0.5x); packed / fp32 weights: {packed_ratio:.2f}x")
     command = (
         f"python -m raqa load-test --sessions {args.sessions} --window {args.window} --k {args.k} "
         f"--seed {args.seed} --out {args.out}"
     )
-    results = {"off": phases["off"], "on": phases["on"], "p95_ratio_on_off": ratio, "form": list(form)}
+    results = {**phases, "p95_ratio_on_off": ratio, "p95_ratio_packed_fp32_weights": packed_ratio, "form": list(form)}
     write_json(args.out, reliability.record("load_test", command, loaded, results))
     return 0 if ok else 1
 

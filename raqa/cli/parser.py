@@ -10,7 +10,7 @@ import argparse
 import importlib
 import sys
 
-from raqa.config import AppConfig, RunSettings
+from raqa.config import WEIGHTS, AppConfig, RunSettings
 from raqa.evaluation.registry import EXPERIMENTS
 
 DATASETS = ["nq", "triviaqa", "squad"]
@@ -24,6 +24,7 @@ def add_model_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--adapter", help="peft adapter folder (env RAQA_ADAPTER)")
     parser.add_argument("--cache", help="cache folder for the index and model (env RAQA_CACHE)")
+    parser.add_argument("--weights", choices=WEIGHTS, help="decode weights: int4 (default) or fp32 (env RAQA_WEIGHTS)")
 
 
 def add_corpus_options(parser: argparse.ArgumentParser) -> None:
@@ -52,7 +53,10 @@ def add_reader_option(parser: argparse.ArgumentParser) -> None:
 
 def app_config(args: argparse.Namespace) -> AppConfig:
     """What to load: the options given, else the RAQA_* variables; ValueError for a bad RAQA_POP_THRESHOLD."""
-    return AppConfig.from_env(corpus=args.corpus, model=args.model, adapter=args.adapter, cache_dir=args.cache)
+    weights = getattr(args, "weights", None)
+    return AppConfig.from_env(
+        corpus=args.corpus, model=args.model, adapter=args.adapter, cache_dir=args.cache, weights=weights
+    )
 
 
 def policy_list(text: str) -> list[str]:
@@ -288,7 +292,9 @@ def _bench(sub) -> None:
     bench.add_argument(
         "--speed-questions", type=int, default=8, help="questions whose windows are read with the speed-ups off and on"
     )
-    bench.add_argument("--no-llama-cpp", action="store_true", help="leave out the llama.cpp server row")
+    bench.add_argument(
+        "--no-llama-cpp", action="store_true", help="leave out the llama.cpp rows (its server and in-process)"
+    )
     bench.add_argument("--out", help="write the results as JSON here too")
     add_model_options(bench)
     bench.set_defaults(func=command("ops:cmd_bench"))

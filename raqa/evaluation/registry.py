@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from raqa.config import RunSettings
+from raqa.config import RunSettings, SpeedOptions
 from raqa.evaluation import attribution_eval, experiments, reader_comparison, reading_defaults, records
 from raqa.evaluation.positives import PositiveIndex
 from raqa.evaluation.questions import QAItem, load_questions
@@ -172,6 +172,11 @@ def command_line(experiment: Experiment, dataset: str, limit: int, options: Opti
     return line + "".join(f" --{name.replace('_', '-')} {getattr(options, name)}" for name in named)
 
 
+def weights_option(weights: str) -> str:
+    """The --weights option a record's command needs to be rerun: none for the default."""
+    return "" if weights == SpeedOptions.weights else f" --weights {weights}"
+
+
 def run(
     experiment: Experiment,
     service,
@@ -188,10 +193,12 @@ def run(
     base = RunSettings(window=options.window, page_order=options.page_order)  # every experiment's windows
     inputs = Inputs(service, pool, PositiveIndex(service.pages), limit, options, progress, base)
     results, seconds = records.timed(experiment.runner, inputs)
+    weights = service.config.speed.weights
     about = {
-        "command": command_line(experiment, dataset, limit, options),
+        "command": command_line(experiment, dataset, limit, options) + weights_option(weights),
         "sample": {"split": "test", "limit": limit, "seed": options.seed, "pool": len(pool)},
         "model": service.backend.name if experiment.needs_model else None,
+        "weights": weights if experiment.needs_model else None,
         "adapter": service.config.adapter,
         "corpus": f"{service.corpus_label} ({len(service.pages):,} pages)",
         "settings": experiments.settings_record(inputs.base),

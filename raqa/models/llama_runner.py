@@ -21,12 +21,18 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
 
+from raqa.config import WEIGHTS
+from raqa.models.weights import Int4Linear, Int8Linear, int4_available, int4_fits
+
 GROWTH_TOKENS = 512  # a sequence's buffer grows by at least this many positions when it is full
+DECODE_ROWS = 16  # a request of at most this many new tokens is a decode step: it reads the packed weights
 
 
 def supports(model) -> bool:
@@ -86,7 +92,9 @@ class Request:
 
 
 class LlamaRunner:
-    def __init__(self, model):
+    def __init__(self, model, weights: str = "fp32"):
+        if weights not in WEIGHTS:
+            raise ValueError(f"weights must be one of {', '.join(WEIGHTS)}, not {weights!r}.")
         if not supports(model):
             raise ValueError(f"LlamaRunner supports Llama-architecture models, not {type(model).__name__}.")
         config = model.config
@@ -102,6 +110,10 @@ class LlamaRunner:
         theta = float((getattr(config, "rope_parameters", None) or {}).get("rope_theta", 10000.0))
         exponent = torch.arange(0, self.head_dim, 2, dtype=torch.int64).float() / self.head_dim
         self.inv_freq = 1.0 / (theta**exponent)
+        self.intermediate = config.intermediate_size
+        self.small = small_weights(model) if weights == "int4" else None
+        self.small_head = Int8Linear(model.lm_head.weight) if self.small else None
+        self.weights = "int4" if self.small else "fp32"
 
     def new_sequence(self, capacity: int = 1024) -> Sequence:
         return Sequence(len(self.layers), self.kv_heads, self.head_dim, capacity, self.dtype)
@@ -166,19 +178,22 @@ class LlamaRunner:
         cos, sin = self._rotary(torch.cat(positions))
         hidden = F.embedding(ids, self.embed)
         rows = len(ids)
+        route = self._route(requests, spans)
+        q_end, k_end = self.heads * self.head_dim, (self.heads + self.kv_heads) * self.head_dim
         for i, layer in enumerate(self.layers):
             attn, mlp = layer.self_attn, layer.mlp
             x = self._rms(layer.input_layernorm, hidden)
-            q = F.linear(x, attn.q_proj.weight, attn.q_proj.bias).view(rows, self.heads, self.head_dim)
-            k = F.linear(x, attn.k_proj.weight, attn.k_proj.bias).view(rows, self.kv_heads, self.head_dim)
-            v = F.linear(x, attn.v_proj.weight, attn.v_proj.bias).view(rows, self.kv_heads, self.head_dim)
+            qkv = self._project(route, x, (attn.q_proj, attn.k_proj, attn.v_proj), self.small and self.small[i].qkv)
+            q = qkv[:, :q_end].reshape(rows, self.heads, self.head_dim)
+            k = qkv[:, q_end:k_end].reshape(rows, self.kv_heads, self.head_dim)
+            v = qkv[:, k_end:].reshape(rows, self.kv_heads, self.head_dim)
             q, k = self._rotate(q, cos, sin), self._rotate(k, cos, sin)
             attended = self._attend(i, q, k, v, requests, spans).reshape(rows, -1)
-            hidden = hidden + F.linear(attended, attn.o_proj.weight, attn.o_proj.bias)
+            hidden = hidden + self._project(route, attended, (attn.o_proj,), self.small and self.small[i].out)
             x = self._rms(layer.post_attention_layernorm, hidden)
-            gate = F.linear(x, mlp.gate_proj.weight, mlp.gate_proj.bias)
-            up = F.linear(x, mlp.up_proj.weight, mlp.up_proj.bias)
-            hidden = hidden + F.linear(F.silu(gate) * up, mlp.down_proj.weight, mlp.down_proj.bias)
+            gate_up = self._project(route, x, (mlp.gate_proj, mlp.up_proj), self.small and self.small[i].gate_up)
+            gated = F.silu(gate_up[:, : self.intermediate]) * gate_up[:, self.intermediate :]
+            hidden = hidden + self._project(route, gated, (mlp.down_proj,), self.small and self.small[i].down)
         for r in requests:
             r.sequence.length += len(r.ids)
         # subtle: the vocabulary projection is a fifth of the weights; only the rows asked for go through it
@@ -187,10 +202,76 @@ class LlamaRunner:
             for r, (s, e) in zip(requests, spans, strict=True)
         ]
         chosen = torch.cat(keep)
-        logits = self.lm_head(self._rms(self.norm, hidden[chosen]))
+        head_route = None if route is None else route[chosen]
+        logits = self._project(head_route, self._rms(self.norm, hidden[chosen]), (self.lm_head,), self.small_head)
         out, at = [], 0
         for r, rows_kept in zip(requests, keep, strict=True):
             part = logits[at : at + len(rows_kept)]
             out.append(part if r.all_logits else part[0])
             at += len(rows_kept)
         return out
+
+    def _route(self, requests: list[Request], spans) -> torch.Tensor | None:
+        """Which rows go through the small weights (True): those of requests of at most DECODE_ROWS new tokens.
+        None when every row stays in fp32 (no small weights, or only prefills)."""
+        if self.small is None or all(len(r.ids) > DECODE_ROWS for r in requests):
+            return None
+        small = torch.zeros(spans[-1][1], dtype=torch.bool)
+        for r, (start, end) in zip(requests, spans, strict=True):
+            small[start:end] = len(r.ids) <= DECODE_ROWS
+        return small
+
+    @staticmethod
+    def _project(route: torch.Tensor | None, x: torch.Tensor, dense, small) -> torch.Tensor:
+        """x through the linear layers `dense` (their outputs side by side) in fp32, or, for the rows the route
+        marks, through their packed copy `small`."""
+        if route is None:
+            outputs = [F.linear(x, layer.weight, layer.bias) for layer in dense]
+            return outputs[0] if len(outputs) == 1 else torch.cat(outputs, dim=-1)
+        if bool(route.all()):
+            return small(x)
+        out = torch.empty(x.shape[0], sum(layer.weight.shape[0] for layer in dense), dtype=x.dtype)
+        out[route] = small(x[route])
+        out[~route] = LlamaRunner._project(None, x[~route], dense, small)
+        return out
+
+
+class SmallLayer(NamedTuple):
+    qkv: Callable[[torch.Tensor], torch.Tensor]  # q, k and v projections side by side
+    out: Callable[[torch.Tensor], torch.Tensor]
+    gate_up: Callable[[torch.Tensor], torch.Tensor]
+    down: Callable[[torch.Tensor], torch.Tensor]
+
+
+class _WithBias:
+    def __init__(self, linear, bias: torch.Tensor | None):
+        self.linear, self.bias = linear, bias
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.linear(x)
+        return y if self.bias is None else y + self.bias
+
+
+def _packed(*layers) -> Callable[[torch.Tensor], torch.Tensor]:
+    """The layers' weights side by side in one Int4Linear (one kernel call instead of several), their biases too."""
+    weight = torch.cat([layer.weight.detach() for layer in layers])
+    if all(layer.bias is None for layer in layers):
+        return _WithBias(Int4Linear(weight), None)
+    biases = [torch.zeros(layer.weight.shape[0]) if layer.bias is None else layer.bias.detach() for layer in layers]
+    return _WithBias(Int4Linear(weight), torch.cat(biases))
+
+
+def _groups(layer) -> tuple[tuple, ...]:
+    attn, mlp = layer.self_attn, layer.mlp
+    return (attn.q_proj, attn.k_proj, attn.v_proj), (attn.o_proj,), (mlp.gate_proj, mlp.up_proj), (mlp.down_proj,)
+
+
+def small_weights(model) -> list[SmallLayer] | None:
+    """The model's layers packed for decode (weights.py), or None when this torch or these shapes cannot be."""
+    if not int4_available() or model.lm_head.weight.dtype != torch.float32:
+        return None
+    groups = [_groups(layer) for layer in model.model.layers]
+    shapes = [(sum(m.weight.shape[0] for m in group), group[0].weight.shape[1]) for g in groups for group in g]
+    if not all(int4_fits(*shape) for shape in shapes):
+        return None
+    return [SmallLayer(*(_packed(*group) for group in g)) for g in groups]

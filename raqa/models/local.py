@@ -162,7 +162,7 @@ class TransformersBackend(Backend):
         self.runner = None
         self.batcher = None
         if speed.lean_forward and llama_runner.supports(model):
-            self.runner = llama_runner.LlamaRunner(model)
+            self.runner = llama_runner.LlamaRunner(model, speed.weights)
             self.batcher = Batcher(self.runner) if speed.batching else None
         self._prefixes: dict[tuple[int, ...], object] = {}  # prompt prefix -> a cursor holding its keys and values
         self._prefix_lock = threading.Lock()
@@ -233,12 +233,12 @@ class TransformersBackend(Backend):
     def _defused(self, messages: Messages) -> list[dict[str, str]]:
         return [{**m, "content": defuse_special_tokens(m["content"], self.specials)} for m in messages]
 
-    def _prompt_ids(self, messages: Messages) -> list[int]:
+    def prompt_ids(self, messages: Messages) -> list[int]:
         ids = self.tokenizer.apply_chat_template(self._defused(messages), add_generation_prompt=True, tokenize=True)
         return list(ids["input_ids"] if hasattr(ids, "keys") else ids)
 
     def count_prompt_tokens(self, messages: Messages) -> int:
-        return len(self._prompt_ids(messages))
+        return len(self.prompt_ids(messages))
 
     def reply(self, messages, plan=None, threshold=0.5, max_new_tokens=64):
         # Several runs may reply at once (the page runs a few events together): each reply has its own cursor
@@ -246,7 +246,7 @@ class TransformersBackend(Backend):
         # with batching the runs' forward passes are packed together by one worker thread. Neither a lock nor
         # torch's inference mode is held across a yield: an abandoned reply can never block the next one, and
         # closing it (Stop) closes its cursor, so the batcher stops waiting for it.
-        prompt = self._prompt_ids(messages)
+        prompt = self.prompt_ids(messages)
         room = self.context_tokens - len(prompt) - 1
         if room <= 0:
             raise ModelError(f"The prompt has {len(prompt)} tokens; the model reads at most {self.context_tokens}.")
@@ -272,7 +272,7 @@ class TransformersBackend(Backend):
         target = self._ids(" " + answer.strip())
         if not target or not prompts:
             raise ModelError("Nothing to score: no answer or no prompt.")
-        ids = [self._prompt_ids(messages) + self._ids(forced) for messages in prompts]
+        ids = [self.prompt_ids(messages) + self._ids(forced) for messages in prompts]
         longest = max(len(i) for i in ids) + len(target)
         if longest > self.context_tokens:
             raise ModelError(

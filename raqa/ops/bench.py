@@ -27,7 +27,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import NamedTuple
 
-from raqa.config import AppConfig, SpeedOptions
+from raqa.config import AppConfig
 from raqa.evaluation.questions import QuestionsError, load_questions
 from raqa.evaluation.records import provenance, write_json
 from raqa.models.base import ModelError
@@ -50,7 +50,14 @@ from raqa.ops.bench_measure import (
     token_costs,
     verdict_times,
 )
-from raqa.ops.bench_speed import PAGE_DEFAULTS, SPEED_QUESTIONS, SpeedComparison, compare_speed, speed_rows
+from raqa.ops.bench_speed import (
+    SPEED_QUESTIONS,
+    SpeedComparison,
+    compare_speed,
+    embedded_gguf,
+    speed_record,
+    speed_rows,
+)
 from raqa.ops.bench_start import AskStart, StartTime, ask_start, cached_start
 from raqa.ops.bench_timing import CpuWatch, Row, say
 from raqa.retrieval.corpus import CorpusError, corpus_name, load_corpus
@@ -233,31 +240,6 @@ def to_json(args: argparse.Namespace, r: BenchResults, corpus: str, model: str, 
     }
 
 
-def speed_record(s: SpeedComparison | None) -> dict | None:
-    """The comparison's raw numbers (per-window seconds and tokens) with its summary figures."""
-    if s is None:
-        return None
-    replies = {"off": s.replies_off, "on": s.replies_on, "llama_cpp": s.llama_cpp}
-    return {
-        "options_on": asdict(SpeedOptions()),
-        "options_off": asdict(SpeedOptions.off()),
-        "first_verdict": {
-            "off": s.verdict_off._asdict(),
-            "on": s.verdict_on._asdict(),
-            "p50_off": s.verdict_off.p50,
-            "p50_on": s.verdict_on.p50,
-        },  # fmt: skip
-        "replies": {
-            name: None if r is None else {**r._asdict(), "p50": r.p50, "decode_tok_s": r.decode_tok_s}
-            for name, r in replies.items()
-        },
-        "together_off_s": s.together_off_s,
-        "together_on_s": s.together_on_s,
-        "llama_cpp_error": s.llama_cpp_error,
-        "settings": asdict(PAGE_DEFAULTS),
-    }
-
-
 def _check_args(args: argparse.Namespace) -> str | None:
     if args.queries < 1:
         return f"--queries must be 1 or more, got {args.queries}."
@@ -299,7 +281,7 @@ def run_bench(args: argparse.Namespace, config: AppConfig) -> tuple[BenchResults
         with watch.part("speed-ups off and on"):
             speed = compare_speed(
                 index, backend, questions[:speed_questions], questions[:VERDICT_QUESTIONS],
-                not getattr(args, "no_llama_cpp", False),
+                not getattr(args, "no_llama_cpp", False), embedded_gguf(config),
             )  # fmt: skip
     results = BenchResults(
         index_times, latency, model_load, throughput, start, asked, verdicts, tokens, watch.shares, speed

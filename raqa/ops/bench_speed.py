@@ -5,9 +5,11 @@ Measured, on real NQ-open test questions at the page's defaults (each question's
     first verdict  seconds to the first window verdict at w=5, K=50, off and on;
     replies        per window: the whole reply, its decode part (after the verdict's first token) and its tokens;
                    the prompt tokens sent and those the model actually computed (the rest came from the prefix cache);
+                   off, on with fp32 weights (every exact speed-up) and on (decode from packed weights), alternating;
     together       the same windows replied to all at once (on: batched) against one after another (off);
-    llama.cpp      the same messages and token budget through llama.cpp's server (no guided format: the server
-                   writes its reply freely, so its token counts are reported beside the time).
+    llama.cpp      the same messages and token budget through llama.cpp's HTTP server (no guided format: the server
+                   writes its reply freely, so its token counts are reported beside the time);
+    decode         fp32, packed weights and llama.cpp called in-process on the first window's prompt (bench_decode.py).
 Left out: repeating the whole comparison to average it (the load average is in the record instead).
 """
 
@@ -16,10 +18,13 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Sequence
+from dataclasses import asdict
 from typing import NamedTuple
 
-from raqa.config import RunSettings, SpeedOptions
+from raqa.config import AppConfig, RunSettings, SpeedOptions
 from raqa.models.base import Backend, Choice, Usage
+from raqa.models.local import embedded_model_path
+from raqa.ops.bench_decode import DecodeComparison, compare_decode, decode_record
 from raqa.ops.bench_measure import VERDICT_SETTINGS, VerdictTimes, first_verdict_seconds
 from raqa.ops.bench_timing import Row, percentile, progress, say
 from raqa.reading.engine import prompt, reply_plan, windows
@@ -30,6 +35,8 @@ PAGE_DEFAULTS = RunSettings()
 TARGET_VERDICT_RATIO = 0.5  # on / off, first verdict p50
 TARGET_DECODE_RATIO = 2.0  # on / off, decode tokens/s
 TARGET_LLAMA_CPP_RATIO = 2.0  # ours (on) / llama.cpp, seconds per window
+TARGET_PACKED_REPLY_RATIO = 0.6  # window reply p50, packed weights / fp32 weights (both all on)
+TARGET_IN_PROCESS_RATIO = 2.0  # llama.cpp in-process decode tok/s / ours (packed)
 
 
 class ReplyTimes(NamedTuple):
@@ -57,6 +64,8 @@ class SpeedComparison(NamedTuple):
     together_on_s: float  # the same windows all at once, options on (batched)
     llama_cpp: ReplyTimes | None
     llama_cpp_error: str | None = None
+    replies_exact: ReplyTimes | None = None  # all on, fp32 weights (SpeedOptions.exact())
+    decode: DecodeComparison | None = None
 
 
 def first_windows(index: BM25Index, backend: Backend, questions: Sequence[str]) -> list[list[dict[str, str]]]:
@@ -117,7 +126,6 @@ def all_at_once(backend: Backend, messages: Sequence) -> float:
 def llama_cpp_replies(messages: Sequence) -> tuple[ReplyTimes | None, str | None]:
     """The same windows through llama.cpp's server on the embedded GGUF; (None, why) when it cannot run."""
     from raqa.models.endpoint import EndpointBackend, EndpointConfig
-    from raqa.models.local import embedded_model_path
     from raqa.ops.llama_server import ALIAS, llama_cpp_server
 
     try:
@@ -131,10 +139,16 @@ def llama_cpp_replies(messages: Sequence) -> tuple[ReplyTimes | None, str | None
 
 
 def compare_speed(
-    index: BM25Index, backend, questions: Sequence[str], verdict_questions: Sequence[str], with_llama_cpp: bool = True
+    index: BM25Index,
+    backend,
+    questions: Sequence[str],
+    verdict_questions: Sequence[str],
+    with_llama_cpp: bool = True,
+    gguf: str | None = None,
 ) -> SpeedComparison:
     """Every speed option off and on, in the same run (see the module docstring)."""
     on, off = backend.with_speed(SpeedOptions()), backend.with_speed(SpeedOptions.off())
+    exact = backend.with_speed(SpeedOptions.exact())
     verdicts = {"off": [], "on": []}
     for question in progress(verdict_questions, "first verdicts, off and on"):
         for name, which in (("off", off), ("on", on)):
@@ -144,16 +158,21 @@ def compare_speed(
     messages = first_windows(index, backend, questions)
     if not messages or not verdicts["on"]:
         raise RuntimeError("No question had pages to read.")
-    timed_reply(on, messages[0]), timed_reply(off, messages[0])  # warm-up: the first passes after a load are slow
-    on.prompt_tokens_sent = on.prompt_tokens_computed = 0
-    rows_off, rows_on = [], []
-    for window in progress(messages, "replies, off and on"):
+    for which in (on, off, exact):
+        timed_reply(which, messages[0])  # warm-up: the first passes after a load are slow
+    on.prompt_tokens_sent = on.prompt_tokens_computed = exact.prompt_tokens_sent = exact.prompt_tokens_computed = 0
+    rows_off, rows_exact, rows_on = [], [], []
+    for window in progress(messages, "replies: off, on with fp32 weights, on"):
         rows_off.append(timed_reply(off, window))
+        rows_exact.append(timed_reply(exact, window))
         rows_on.append(timed_reply(on, window))
     replies_off, replies_on = _times(rows_off, None), _times(rows_on, on.prompt_tokens_computed)
+    replies_exact = _times(rows_exact, exact.prompt_tokens_computed)
     say("The same windows all at once, batched")
     together_on = all_at_once(on, messages)
     llama, why = llama_cpp_replies(messages) if with_llama_cpp else (None, "not asked for (--no-llama-cpp)")
+    say("Decode: fp32, packed weights and llama.cpp in-process, on the first window's prompt")
+    decode = compare_decode(backend.model, gguf if with_llama_cpp else None, backend.prompt_ids(messages[0]))
     return SpeedComparison(
         VerdictTimes(tuple(verdicts["off"])),
         VerdictTimes(tuple(verdicts["on"])),
@@ -163,6 +182,8 @@ def compare_speed(
         together_on,
         llama,
         why,
+        replies_exact,
+        decode,
     )
 
 
@@ -199,6 +220,7 @@ def speed_rows(s: SpeedComparison) -> list[Row]:
             f"{s.together_off_s:.1f} / {s.together_on_s:.1f} s = {s.together_on_s / s.together_off_s:.2f}x",
         ),
     ]
+    rows += packed_rows(s)
     if s.llama_cpp is None:
         rows.append(Row("window reply p50, llama.cpp server", f"not measured: {s.llama_cpp_error}"))
         return rows
@@ -219,3 +241,89 @@ def speed_rows(s: SpeedComparison) -> list[Row]:
         Row("decode tokens/s, llama.cpp server", f"{llama.decode_tok_s:.1f}"),
     ]
     return rows
+
+
+def packed_rows(s: SpeedComparison) -> list[Row]:
+    """Packed weights against fp32 weights (both all on) in replies, and the in-process decode comparison."""
+    rows = []
+    if s.replies_exact is not None:
+        exact, on = s.replies_exact, s.replies_on
+        ratio = on.p50 / exact.p50
+        rows += [
+            Row(
+                "window reply p50, all on: fp32 weights / packed weights",
+                f"{exact.p50:.2f} / {on.p50:.2f} s = {ratio:.2f}x",
+                f"<= {TARGET_PACKED_REPLY_RATIO:g}x",
+                ratio <= TARGET_PACKED_REPLY_RATIO,
+            ),
+            Row(
+                "decode tokens/s in replies, fp32 / packed weights", f"{exact.decode_tok_s:.1f} / {on.decode_tok_s:.1f}"
+            ),
+        ]
+    if s.decode is None:
+        return rows
+    paths = s.decode.paths
+    for name, label in (("fp32", "fp32 weights"), ("int4", "packed weights"), ("llama_cpp_in_process", "llama.cpp")):
+        if name in paths:
+            p = paths[name]
+            rows.append(
+                Row(
+                    f"in-process prefill / decode, {label} ({p.prompt_tokens}-token prompt, {p.decode_tokens} tokens)",
+                    f"{p.prefill_tok_s:.0f} / {p.decode_tok_s:.1f} tok/s",
+                )
+            )
+    if "llama_cpp_in_process" not in paths:
+        rows.append(Row("decode, llama.cpp in-process", f"not measured: {s.decode.llama_cpp_error}"))
+        return rows
+    ratio = paths["llama_cpp_in_process"].decode_tok_s / paths["int4"].decode_tok_s
+    rows.append(
+        Row(
+            "decode tok/s, llama.cpp in-process / ours (packed weights)",
+            f"{ratio:.2f}x (fp32 weights: {paths['llama_cpp_in_process'].decode_tok_s / paths['fp32'].decode_tok_s:.2f}x)",
+            f"<= {TARGET_IN_PROCESS_RATIO:g}x",
+            ratio <= TARGET_IN_PROCESS_RATIO,
+        )
+    )
+    return rows
+
+
+def speed_record(s: SpeedComparison | None) -> dict | None:
+    """The comparison's raw numbers (per-window seconds and tokens) with its summary figures."""
+    if s is None:
+        return None
+    replies = {
+        "off": s.replies_off,
+        "on_fp32_weights": s.replies_exact,
+        "on": s.replies_on,
+        "llama_cpp_server": s.llama_cpp,
+    }
+    return {
+        **(decode_record(s.decode) if s.decode else {}),
+        "options_on": asdict(SpeedOptions()),
+        "options_off": asdict(SpeedOptions.off()),
+        "options_on_fp32_weights": asdict(SpeedOptions.exact()),
+        "first_verdict": {
+            "off": s.verdict_off._asdict(),
+            "on": s.verdict_on._asdict(),
+            "p50_off": s.verdict_off.p50,
+            "p50_on": s.verdict_on.p50,
+        },  # fmt: skip
+        "replies": {
+            name: None if r is None else {**r._asdict(), "p50": r.p50, "decode_tok_s": r.decode_tok_s}
+            for name, r in replies.items()
+        },
+        "together_off_s": s.together_off_s,
+        "together_on_s": s.together_on_s,
+        "llama_cpp_server_error": s.llama_cpp_error,
+        "settings": asdict(PAGE_DEFAULTS),
+    }
+
+
+def embedded_gguf(config: AppConfig) -> str | None:
+    """The GGUF file the model was loaded from, for llama.cpp in-process: the embedded one, or --model FILE.gguf;
+    None with an adapter (llama.cpp would read the base model without it)."""
+    if config.adapter:
+        return None
+    if config.model is None:
+        return str(embedded_model_path())
+    return config.model if str(config.model).endswith(".gguf") else None
