@@ -202,7 +202,7 @@ class LlamaRunner:
             for r, (s, e) in zip(requests, spans, strict=True)
         ]
         chosen = torch.cat(keep)
-        head_route = None if route is None else route[chosen]
+        head_route = route[chosen] if isinstance(route, torch.Tensor) else route
         logits = self._project(head_route, self._rms(self.norm, hidden[chosen]), (self.lm_head,), self.small_head)
         out, at = [], 0
         for r, rows_kept in zip(requests, keep, strict=True):
@@ -211,24 +211,29 @@ class LlamaRunner:
             at += len(rows_kept)
         return out
 
-    def _route(self, requests: list[Request], spans) -> torch.Tensor | None:
-        """Which rows go through the small weights (True): those of requests of at most DECODE_ROWS new tokens.
-        None when every row stays in fp32 (no small weights, or only prefills)."""
-        if self.small is None or all(len(r.ids) > DECODE_ROWS for r in requests):
+    def _route(self, requests: list[Request], spans) -> torch.Tensor | bool | None:
+        """Which rows go through the small weights: those of requests of at most DECODE_ROWS new tokens. None when
+        every row stays in fp32 (no small weights, or only prefills), True when every row goes small, else a mask."""
+        if self.small is None:
             return None
-        small = torch.zeros(spans[-1][1], dtype=torch.bool)
-        for r, (start, end) in zip(requests, spans, strict=True):
-            small[start:end] = len(r.ids) <= DECODE_ROWS
-        return small
+        small = [len(r.ids) <= DECODE_ROWS for r in requests]
+        if all(small) or not any(small):
+            return all(small) or None
+        mask = torch.zeros(spans[-1][1], dtype=torch.bool)
+        for is_small, (start, end) in zip(small, spans, strict=True):
+            mask[start:end] = is_small
+        return mask
 
     @staticmethod
-    def _project(route: torch.Tensor | None, x: torch.Tensor, dense, small) -> torch.Tensor:
+    def _project(route: torch.Tensor | bool | None, x: torch.Tensor, dense, small) -> torch.Tensor:
         """x through the linear layers `dense` (their outputs side by side) in fp32, or, for the rows the route
         marks, through their packed copy `small`."""
         if route is None:
             outputs = [F.linear(x, layer.weight, layer.bias) for layer in dense]
             return outputs[0] if len(outputs) == 1 else torch.cat(outputs, dim=-1)
-        if bool(route.all()):
+        if isinstance(route, torch.Tensor) and not bool(route.any()):
+            return LlamaRunner._project(None, x, dense, small)
+        if route is True or bool(route.all()):
             return small(x)
         out = torch.empty(x.shape[0], sum(layer.weight.shape[0] for layer in dense), dtype=x.dtype)
         out[route] = small(x[route])

@@ -50,7 +50,7 @@ class Int4Linear:
         groups = weight.detach().float().reshape(out_features, in_features // GROUP, GROUP)
         low, high = groups.amin(-1), groups.amax(-1)
         scale = ((high - low) / LEVELS).clamp(min=torch.finfo(torch.float32).tiny)
-        levels = torch.round((groups - low[..., None]) / scale[..., None]).clamp(0, LEVELS).to(torch.int32)
+        levels = (groups - low[..., None]).div_(scale[..., None]).round_().clamp_(0, LEVELS).to(torch.int32)
         self.packed = torch.ops.aten._convert_weight_to_int4pack_for_cpu(levels.reshape(out_features, in_features), 1)
         # subtle: the kernel computes (q - 8) * scale + zero, so the offset it takes is low + 8 * scale
         zero = low + scale * (LEVELS + 1) / 2
@@ -74,7 +74,7 @@ class Int8Linear:
         weight = weight.detach().float()
         self.scale = (weight.abs().amax(dim=1) / 127).clamp(min=torch.finfo(torch.float32).tiny)
         # subtle: _int_mm reads the [in, out] operand fastest as the transpose of a row-major [out, in] tensor
-        self.levels = torch.round(weight / self.scale[:, None]).to(torch.int8)
+        self.levels = (weight / self.scale[:, None]).round_().to(torch.int8)
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         rows = x.reshape(-1, x.shape[-1]).float()
