@@ -89,3 +89,18 @@ def test_a_prefill_and_decode_steps_packed_together_get_what_each_gets_alone() -
 def test_an_unknown_weight_format_is_refused() -> None:
     with pytest.raises(ValueError, match="int4, fp32"):
         LlamaRunner(tiny_llama(), "int3")
+
+
+def test_packing_is_done_once_per_model_and_read_back_from_its_file(tmp_path) -> None:
+    from raqa.models.llama_runner import packed_weights
+
+    model, again = tiny_llama(), tiny_llama()
+    path = tmp_path / "packed.pt"
+    first = packed_weights(model, path)
+    assert path.is_file() and packed_weights(model, path) is first  # kept on the model
+    read = packed_weights(again, path)  # another copy of the same weights: read from the file, not packed
+    assert read is not first
+    x = torch.randn(2, 32)
+    assert torch.equal(read[0][0].qkv(x), first[0][0].qkv(x)) and torch.equal(read[1](x), first[1](x))
+    path.write_bytes(b"not a torch file")
+    assert packed_weights(tiny_llama(), path) is not None  # an unreadable cache is packed again

@@ -45,6 +45,8 @@ def cmd_experiment(args: argparse.Namespace) -> int:
         label += f"-w{args.window}" + ("-best-last" if args.page_order == "best_last" else "")
     if run.about["weights"] not in (None, SpeedOptions.weights):  # decoded in fp32: beside the default record
         label += f"-{run.about['weights']}"
+    if args.out:  # a record kept in its own folder says so, so that rerunning it writes it there again
+        run.about["command"] += f" --out {args.out}"
     path = records.write(experiment.name, label, run.results, run.about, _out_dir(args))
     say(f"wrote {path} in {run.seconds:.0f} s")
     return 0

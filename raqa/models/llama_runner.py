@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import NamedTuple
 
 import torch
@@ -32,6 +33,7 @@ from raqa.config import WEIGHTS
 from raqa.models.weights import Int4Linear, Int8Linear, int4_available, int4_fits
 
 GROWTH_TOKENS = 512  # a sequence's buffer grows by at least this many positions when it is full
+PACKED_FILE = f"packed-int4-torch{torch.__version__}.pt"  # the packed layout is torch's: a file per version
 DECODE_ROWS = 16  # a request of at most this many new tokens is a decode step: it reads the packed weights
 
 
@@ -92,7 +94,7 @@ class Request:
 
 
 class LlamaRunner:
-    def __init__(self, model, weights: str = "fp32"):
+    def __init__(self, model, weights: str = "fp32", packed_file: Path | None = None):
         if weights not in WEIGHTS:
             raise ValueError(f"weights must be one of {', '.join(WEIGHTS)}, not {weights!r}.")
         if not supports(model):
@@ -111,8 +113,8 @@ class LlamaRunner:
         exponent = torch.arange(0, self.head_dim, 2, dtype=torch.int64).float() / self.head_dim
         self.inv_freq = 1.0 / (theta**exponent)
         self.intermediate = config.intermediate_size
-        self.small = small_weights(model) if weights == "int4" else None
-        self.small_head = Int8Linear(model.lm_head.weight) if self.small else None
+        packed = packed_weights(model, packed_file) if weights == "int4" else None
+        self.small, self.small_head = packed if packed else (None, None)
         self.weights = "int4" if self.small else "fp32"
 
     def new_sequence(self, capacity: int = 1024) -> Sequence:
@@ -249,15 +251,22 @@ class SmallLayer(NamedTuple):
 
 
 class _WithBias:
-    def __init__(self, linear, bias: torch.Tensor | None):
+    def __init__(self, linear: Int4Linear, bias: torch.Tensor | None):
         self.linear, self.bias = linear, bias
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         y = self.linear(x)
         return y if self.bias is None else y + self.bias
 
+    def state(self) -> dict[str, torch.Tensor]:
+        return self.linear.state() | ({} if self.bias is None else {"bias": self.bias})
 
-def _packed(*layers) -> Callable[[torch.Tensor], torch.Tensor]:
+    @classmethod
+    def from_state(cls, state: dict[str, torch.Tensor]) -> _WithBias:
+        return cls(Int4Linear.from_state(state), state.get("bias"))
+
+
+def _packed(*layers) -> _WithBias:
     """The layers' weights side by side in one Int4Linear (one kernel call instead of several), their biases too."""
     weight = torch.cat([layer.weight.detach() for layer in layers])
     if all(layer.bias is None for layer in layers):
@@ -271,12 +280,50 @@ def _groups(layer) -> tuple[tuple, ...]:
     return (attn.q_proj, attn.k_proj, attn.v_proj), (attn.o_proj,), (mlp.gate_proj, mlp.up_proj), (mlp.down_proj,)
 
 
-def small_weights(model) -> list[SmallLayer] | None:
-    """The model's layers packed for decode (weights.py), or None when this torch or these shapes cannot be."""
+Packed = tuple[list[SmallLayer], Int8Linear]
+
+
+def packed_weights(model, packed_file: Path | None = None) -> Packed | None:
+    """The model's layers packed for decode and its vocabulary projection in int8 (weights.py), or None when this
+    torch or these shapes cannot be. Packing takes a few seconds: the result is kept on the model (every runner of
+    it shares one copy) and, given packed_file, on disk (a file per torch version: the packed layout is torch's)."""
+    memo = getattr(model, "_raqa_packed", None)
+    if memo is not None:
+        return memo
     if not int4_available() or model.lm_head.weight.dtype != torch.float32:
         return None
     groups = [_groups(layer) for layer in model.model.layers]
     shapes = [(sum(m.weight.shape[0] for m in group), group[0].weight.shape[1]) for g in groups for group in g]
     if not all(int4_fits(*shape) for shape in shapes):
         return None
-    return [SmallLayer(*(_packed(*group) for group in g)) for g in groups]
+    packed = _read_packed(packed_file, len(groups))
+    if packed is None:
+        packed = [SmallLayer(*(_packed(*group) for group in g)) for g in groups], Int8Linear(model.lm_head.weight)
+        if packed_file is not None:
+            _write_packed(packed_file, packed)
+    model._raqa_packed = packed
+    return packed
+
+
+def _read_packed(path: Path | None, layers: int) -> Packed | None:
+    if path is None or not path.is_file():
+        return None
+    try:
+        state = torch.load(path, weights_only=True)
+        small = [SmallLayer(*(_WithBias.from_state(part) for part in layer)) for layer in state["layers"]]
+        head = Int8Linear.from_state(state["head"])
+    except Exception:  # noqa: BLE001 - an unreadable cache is packed again and rewritten
+        return None
+    return (small, head) if len(small) == layers else None
+
+
+def _write_packed(path: Path, packed: Packed) -> None:
+    small, head = packed
+    state = {"layers": [[part.state() for part in layer] for layer in small], "head": head.state()}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        torch.save(state, tmp)
+        tmp.replace(path)
+    except OSError:
+        pass  # the packed weights work; only the next start packs them again

@@ -1,9 +1,8 @@
 """The local model: a transformers causal LM (embedded SmolLM2 GGUF, a .gguf file, a folder or a Hugging Face
 id), optionally with a peft adapter merged in, behind the Backend interface of base.py.
 
-Any instruction-tuned model can be brought: its tokenizer must define a chat template (checked when it
-loads), and replies stop at the end-of-turn tokens its own generation config and tokenizer name.
-"""
+Any instruction-tuned model can be brought: its tokenizer must define a chat template (checked when it loads),
+and replies stop at the end-of-turn tokens its own generation config and tokenizer name."""
 
 from __future__ import annotations
 
@@ -147,7 +146,7 @@ class TransformersBackend(Backend):
 
     can_score = True
 
-    def __init__(self, model, tokenizer, name: str, speed: SpeedOptions = ALL_ON):
+    def __init__(self, model, tokenizer, name: str, speed: SpeedOptions = ALL_ON, packed_file: Path | None = None):
         import torch
 
         self.torch = torch
@@ -158,11 +157,10 @@ class TransformersBackend(Backend):
         require_chat_template(tokenizer, name)
         self.stop_ids = stop_token_ids(model, tokenizer)  # generation ends at any of these
         self.specials = special_token_strings(tokenizer)  # defused in every message
-        self.speed = speed
-        self.runner = None
-        self.batcher = None
+        self.speed, self.packed_file = speed, packed_file  # packed_file: see llama_runner.packed_weights
+        self.runner = self.batcher = None
         if speed.lean_forward and llama_runner.supports(model):
-            self.runner = llama_runner.LlamaRunner(model, speed.weights)
+            self.runner = llama_runner.LlamaRunner(model, speed.weights, packed_file)
             self.batcher = Batcher(self.runner) if speed.batching else None
         self._prefixes: dict[tuple[int, ...], object] = {}  # prompt prefix -> a cursor holding its keys and values
         self._prefix_lock = threading.Lock()
@@ -171,7 +169,7 @@ class TransformersBackend(Backend):
 
     def with_speed(self, speed: SpeedOptions) -> TransformersBackend:
         """The same model and tokenizer (no copy of the weights) computing replies with other speed options."""
-        return type(self)(self.model, self.tokenizer, self.name, speed)
+        return type(self)(self.model, self.tokenizer, self.name, speed, self.packed_file)
 
     @classmethod
     def load(
@@ -187,12 +185,15 @@ class TransformersBackend(Backend):
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         cls.check_paths(model, adapter)
+        packed_file = None  # only the GGUF's own weights are packed on disk, not an adapter's merged ones
         try:
             if model is None or model.endswith(".gguf"):
                 gguf = embedded_model_path() if model is None else Path(model)
                 if not gguf.is_file():
                     raise ModelError(f"No GGUF file at {gguf}.")
                 lm, tokenizer = _load_gguf(gguf, cache_dir, progress)
+                if cache_dir and not adapter:
+                    packed_file = _dequantised_cache(gguf, cache_dir) / llama_runner.PACKED_FILE
                 name = EMBEDDED_MODEL_NAME if model is None else gguf.name
             else:
                 progress(f"Loading {model}")
@@ -211,7 +212,7 @@ class TransformersBackend(Backend):
             with peft_loading():
                 lm = PeftModel.from_pretrained(lm, adapter).merge_and_unload()
             name = f"{name} + {Path(adapter).name}"
-        return cls(lm, tokenizer, name, speed)
+        return cls(lm, tokenizer, name, speed, packed_file)
 
     @staticmethod
     def check_paths(model: str | None, adapter: str | None) -> None:

@@ -57,6 +57,16 @@ class Int4Linear:
         self.scales_and_zeros = torch.stack([scale, zero], -1).transpose(0, 1).contiguous().to(torch.bfloat16)
         self.out_features = out_features
 
+    def state(self) -> dict[str, torch.Tensor]:
+        return {"packed": self.packed, "scales_and_zeros": self.scales_and_zeros}
+
+    @classmethod
+    def from_state(cls, state: dict[str, torch.Tensor]) -> Int4Linear:
+        linear = cls.__new__(cls)
+        linear.packed, linear.scales_and_zeros = state["packed"], state["scales_and_zeros"]
+        linear.out_features = state["scales_and_zeros"].shape[1]
+        return linear
+
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         rows = x.reshape(-1, x.shape[-1]).to(torch.bfloat16)
         y = torch.ops.aten._weight_int4pack_mm_for_cpu(rows, self.packed, GROUP, self.scales_and_zeros)
@@ -75,6 +85,15 @@ class Int8Linear:
         self.scale = (weight.abs().amax(dim=1) / 127).clamp(min=torch.finfo(torch.float32).tiny)
         # subtle: _int_mm reads the [in, out] operand fastest as the transpose of a row-major [out, in] tensor
         self.levels = (weight / self.scale[:, None]).round_().to(torch.int8)
+
+    def state(self) -> dict[str, torch.Tensor]:
+        return {"levels": self.levels, "scale": self.scale}
+
+    @classmethod
+    def from_state(cls, state: dict[str, torch.Tensor]) -> Int8Linear:
+        linear = cls.__new__(cls)
+        linear.levels, linear.scale = state["levels"], state["scale"]
+        return linear
 
     def __call__(self, x: torch.Tensor) -> torch.Tensor:
         rows = x.reshape(-1, x.shape[-1]).float()

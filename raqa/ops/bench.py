@@ -55,6 +55,7 @@ from raqa.ops.bench_speed import (
     SpeedComparison,
     compare_speed,
     embedded_gguf,
+    first_window_decode,
     speed_record,
     speed_rows,
 )
@@ -266,6 +267,11 @@ def run_bench(args: argparse.Namespace, config: AppConfig) -> tuple[BenchResults
     backend = TransformersBackend.load(config.model, config.adapter, config.cache_dir)
     with watch.part("model throughput"):
         throughput = model_throughput(backend, pages)
+    decode = None
+    if speed_questions:
+        with watch.part("decode in-process"):
+            gguf = embedded_gguf(config) if not getattr(args, "no_llama_cpp", False) else None
+            decode = first_window_decode(index, backend, questions[0], gguf)
     with watch.part("app start"):
         start = cached_start(config)
     with watch.part("ask start"):
@@ -281,7 +287,7 @@ def run_bench(args: argparse.Namespace, config: AppConfig) -> tuple[BenchResults
         with watch.part("speed-ups off and on"):
             speed = compare_speed(
                 index, backend, questions[:speed_questions], questions[:VERDICT_QUESTIONS],
-                not getattr(args, "no_llama_cpp", False), embedded_gguf(config),
+                not getattr(args, "no_llama_cpp", False), decode,
             )  # fmt: skip
     results = BenchResults(
         index_times, latency, model_load, throughput, start, asked, verdicts, tokens, watch.shares, speed

@@ -138,13 +138,23 @@ def llama_cpp_replies(messages: Sequence) -> tuple[ReplyTimes | None, str | None
     return _times(rows, None), None
 
 
+def first_window_decode(index: BM25Index, backend, question: str, gguf: str | None) -> DecodeComparison:
+    """fp32, packed weights and llama.cpp in-process (gguf; None leaves it out) on the question's first window.
+
+    subtle: run it before anything calls torch from another thread (the batcher's worker, the replies all at once):
+    afterwards torch's calls from this thread ran about 1.8x slower here, and llama.cpp's alongside them too."""
+    say("Decode: fp32, packed weights and llama.cpp in-process, on the first window's prompt")
+    [messages] = first_windows(index, backend, [question])
+    return compare_decode(backend.model, gguf, backend.prompt_ids(messages))
+
+
 def compare_speed(
     index: BM25Index,
     backend,
     questions: Sequence[str],
     verdict_questions: Sequence[str],
     with_llama_cpp: bool = True,
-    gguf: str | None = None,
+    decode: DecodeComparison | None = None,
 ) -> SpeedComparison:
     """Every speed option off and on, in the same run (see the module docstring)."""
     on, off = backend.with_speed(SpeedOptions()), backend.with_speed(SpeedOptions.off())
@@ -171,8 +181,6 @@ def compare_speed(
     say("The same windows all at once, batched")
     together_on = all_at_once(on, messages)
     llama, why = llama_cpp_replies(messages) if with_llama_cpp else (None, "not asked for (--no-llama-cpp)")
-    say("Decode: fp32, packed weights and llama.cpp in-process, on the first window's prompt")
-    decode = compare_decode(backend.model, gguf if with_llama_cpp else None, backend.prompt_ids(messages[0]))
     return SpeedComparison(
         VerdictTimes(tuple(verdicts["off"])),
         VerdictTimes(tuple(verdicts["on"])),
