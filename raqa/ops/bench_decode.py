@@ -9,18 +9,27 @@ agree, and, fed fp32's own tokens (teacher-forced), at how many steps its most l
 llama.cpp is a test dependency compiled from source (requirements-test.txt), never the demo's; where it is not
 installed its row says so. Its logits are read straight from the context (llama-cpp-python keeps none in `scores`
 unless every position's logits are asked for, which would slow its prefill).
+
+subtle: llama.cpp runs in a child process of its own (`python -m raqa.ops.decode_steps GGUF THREADS CONTEXT`,
+fed one whole greedy run at a time), still called in-process through its library: its ggml links the system's
+OpenMP runtime and torch bundles another, and with both in one process every torch call after llama.cpp's first ran
+several times slower here (and llama.cpp's beside torch's), which no engine sees in use.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import statistics
-import time
+import subprocess
+import sys
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 import torch
 
 from raqa.models.llama_runner import LlamaRunner, Request
+from raqa.ops.decode_steps import Step, greedy, same_next_token
 
 DECODE_TOKENS = 64
 REPEATS = 5
@@ -51,46 +60,10 @@ class DecodeComparison(NamedTuple):
     llama_cpp_error: str | None
 
 
-Step = Callable[[list[int]], torch.Tensor]  # feed tokens, get the logits after the last
-
-
-def greedy(start: Callable[[], Step], prompt: Sequence[int], n: int) -> tuple[float, float, list[int]]:
-    """(prefill seconds, decode seconds, tokens) of n greedy tokens after prompt."""
-    step = start()
-    began = time.perf_counter()
-    logits = step(list(prompt))
-    prefilled = time.perf_counter()
-    tokens = []
-    for _ in range(n):
-        tokens.append(int(torch.argmax(logits)))
-        logits = step([tokens[-1]])
-    return prefilled - began, time.perf_counter() - prefilled, tokens
-
-
 def runner_steps(runner: LlamaRunner) -> Callable[[], Step]:
     def start() -> Step:
         sequence = runner.new_sequence()
         return lambda ids: runner.forward([Request(sequence, ids)])[0]
-
-    return start
-
-
-def llama_cpp_steps(gguf: str, threads: int, context: int) -> Callable[[], Step]:
-    """Steps through llama.cpp in-process; raises ImportError when llama-cpp-python is not installed."""
-    import llama_cpp
-    import numpy as np
-
-    llm = llama_cpp.Llama(model_path=gguf, n_threads=threads, n_threads_batch=threads, n_ctx=context, verbose=False)
-
-    def start() -> Step:
-        llm.reset()
-
-        def step(ids: list[int]) -> torch.Tensor:
-            llm.eval(ids)
-            logits = llama_cpp.llama_get_logits_ith(llm.ctx, -1)
-            return torch.from_numpy(np.ctypeslib.as_array(logits, shape=(llm.n_vocab(),)).copy())
-
-        return step
 
     return start
 
@@ -102,48 +75,90 @@ def agreeing(a: Sequence[int], b: Sequence[int]) -> int:
     return n
 
 
-def same_next_token(start: Callable[[], Step], prompt: Sequence[int], reference: Sequence[int]) -> float:
-    """Share of the reference's greedy steps at which this path, fed the reference's tokens, picks the same token."""
-    step = start()
-    logits, same = step(list(prompt)), 0
-    for token in reference:
-        same += int(torch.argmax(logits)) == token
-        logits = step([token])
-    return same / max(len(reference), 1)
-
-
 def compare_decode(
     model, gguf: str | None, prompt: Sequence[int], tokens: int = DECODE_TOKENS, repeats: int = REPEATS
 ) -> DecodeComparison:
     """fp32, int4 and llama.cpp in-process on the same prompt ids, alternating (see the module docstring)."""
     threads = torch.get_num_threads()
-    starts: dict[str, Callable[[], Step]] = {
-        "fp32": runner_steps(LlamaRunner(model, "fp32")),
-        "int4": runner_steps(LlamaRunner(model, "int4")),
+    engines: dict[str, Engine] = {
+        "fp32": LocalEngine(runner_steps(LlamaRunner(model, "fp32"))),
+        "int4": LocalEngine(runner_steps(LlamaRunner(model, "int4"))),
     }
     error = None
-    try:
-        if gguf is None:
-            raise ValueError("not asked for, or no GGUF file for this model")
-        starts["llama_cpp_in_process"] = llama_cpp_steps(gguf, threads, len(prompt) + tokens + 8)
-    except ImportError:
+    if gguf is None:
+        error = "not asked for, or no GGUF file for this model"
+    elif importlib.util.find_spec("llama_cpp") is None:
         error = "llama-cpp-python is not installed (pip install -r requirements-test.txt builds it)"
-    except (ValueError, RuntimeError, OSError) as e:
-        error = str(e).splitlines()[0]
-    for start in starts.values():
-        greedy(start, prompt[:32], 4)  # warm-up: the first passes after a load are slow
-    runs: dict[str, list[tuple[float, float, list[int]]]] = {name: [] for name in starts}
-    for _ in range(repeats):
-        for name, start in starts.items():
-            runs[name].append(greedy(start, prompt, tokens))
-    paths = {
-        name: PathSpeed(tuple(r[0] for r in got), tuple(r[1] for r in got), len(prompt), tokens, tuple(got[0][2]))
-        for name, got in runs.items()
-    }
-    reference = paths["fp32"].tokens
-    agree = {name: agreeing(p.tokens, reference) for name, p in paths.items()}
-    same = {name: same_next_token(start, prompt, reference) for name, start in starts.items()}
+    else:
+        engines["llama_cpp_in_process"] = ChildEngine(gguf, threads, len(prompt) + tokens + 8)
+    try:
+        for engine in engines.values():
+            engine.greedy(prompt[:32], 4)  # warm-up: the first passes after a load are slow
+        runs: dict[str, list] = {name: [] for name in engines}
+        for _ in range(repeats):
+            for name, engine in engines.items():
+                runs[name].append(engine.greedy(prompt, tokens))
+        paths = {
+            name: PathSpeed(tuple(r[0] for r in got), tuple(r[1] for r in got), len(prompt), tokens, tuple(got[0][2]))
+            for name, got in runs.items()
+        }
+        reference = paths["fp32"].tokens
+        agree = {name: agreeing(p.tokens, reference) for name, p in paths.items()}
+        same = {name: engine.same_next_token(prompt, reference) for name, engine in engines.items()}
+    finally:
+        for engine in engines.values():
+            engine.close()
     return DecodeComparison(threads, paths, agree, same, error)
+
+
+class Engine:
+    """One path of the comparison: whole greedy runs, and the teacher-forced agreement with a reference."""
+
+    def greedy(self, prompt: Sequence[int], n: int) -> tuple[float, float, list[int]]:
+        raise NotImplementedError
+
+    def same_next_token(self, prompt: Sequence[int], reference: Sequence[int]) -> float:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+
+class LocalEngine(Engine):
+    def __init__(self, start: Callable[[], Step]):
+        self.start = start
+
+    def greedy(self, prompt, n):
+        return greedy(self.start, prompt, n)
+
+    def same_next_token(self, prompt, reference):
+        return same_next_token(self.start, prompt, reference)
+
+
+class ChildEngine(Engine):
+    """llama.cpp through its library, in a child process of its own (see the module docstring)."""
+
+    def __init__(self, gguf: str, threads: int, context: int):
+        command = [sys.executable, "-m", "raqa.ops.decode_steps", gguf, str(threads), str(context)]
+        self.child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def _ask(self, request: dict):
+        self.child.stdin.write(json.dumps(request) + "\n")
+        self.child.stdin.flush()
+        line = self.child.stdout.readline()
+        if not line:
+            raise RuntimeError(f"llama.cpp's process ended (exit status {self.child.poll()})")
+        return json.loads(line)
+
+    def greedy(self, prompt, n):
+        return tuple(self._ask({"op": "greedy", "prompt": list(prompt), "n": n}))
+
+    def same_next_token(self, prompt, reference):
+        return self._ask({"op": "same", "prompt": list(prompt), "reference": list(reference)})
+
+    def close(self) -> None:
+        self.child.stdin.close()
+        self.child.wait(timeout=30)
 
 
 def decode_record(c: DecodeComparison) -> dict:
