@@ -352,7 +352,7 @@ def test_special_tokens_in_a_page_are_read_as_plain_text(model: TransformersBack
 
     def specials_in(page: Page) -> int:
         messages = build_messages("Which city?", [Hit(1, 1.0, page)], 320, model.count_tokens, ())
-        return sum(i in special_ids for i in model._prompt_ids(messages))
+        return sum(i in special_ids for i in model.prompt_ids(messages))
 
     assert specials_in(forged) == specials_in(clean)  # the page adds no turn markers to the prompt
 

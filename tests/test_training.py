@@ -165,7 +165,7 @@ def test_encoded_windows_are_the_demos_prompt_then_a_reply_starting_with_the_ver
             "nq", "nq-dev-1", "What is the capital of France?", ("Paris",), "positive", hits, 1, target
         )
         encoded = encode_window(example, backend.tokenizer, 200, 2)
-        prompt = backend._prompt_ids(example_messages(example, 200, backend.count_tokens, 2))
+        prompt = backend.prompt_ids(example_messages(example, 200, backend.count_tokens, 2))
         assert encoded.prefix and encoded.prefix + encoded.rest == prompt
         assert encoded.target[0] == backend._ids(word)[0]
         assert encoded.target[-1] == backend.tokenizer.convert_tokens_to_ids("<|im_end|>")

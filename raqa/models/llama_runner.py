@@ -205,7 +205,11 @@ class LlamaRunner:
         ]
         chosen = torch.cat(keep)
         head_route = route[chosen] if isinstance(route, torch.Tensor) else route
-        logits = self._project(head_route, self._rms(self.norm, hidden[chosen]), (self.lm_head,), self.small_head)
+        normed = self._rms(self.norm, hidden[chosen])
+        if head_route is None:  # the module itself, so that hooks on it apply as in transformers' forward
+            logits = self.lm_head(normed)
+        else:
+            logits = self._project(head_route, normed, (self.lm_head,), self.small_head)
         out, at = [], 0
         for r, rows_kept in zip(requests, keep, strict=True):
             part = logits[at : at + len(rows_kept)]
