@@ -421,7 +421,11 @@ def test_experiment_runs_through_the_registry_and_writes_its_record(
     argv = ["experiment", "topk_vs_iterative", "--limit", "1", "--seed", "3", "--out", str(tmp_path)]
     assert main(argv) == 0
     record = json.loads((tmp_path / "topk_vs_iterative-nq.json").read_text())
-    assert record["command"] == "python -m raqa experiment topk_vs_iterative --dataset nq --limit 1 --seed 3"
+    # a record written to its own folder names it, so that rerunning the command writes it there again
+    assert (
+        record["command"]
+        == f"python -m raqa experiment topk_vs_iterative --dataset nq --limit 1 --seed 3 --out {tmp_path}"
+    )
     assert record["sample"] == {"split": "test", "limit": 1, "seed": 3, "pool": 1}
     assert (record["model"], record["corpus"]) == ("scripted", "tiny (8 pages)")
     assert {"code_version", "created", "machine"} <= record.keys()
