@@ -183,19 +183,20 @@ class LlamaRunner:
         route = self._route(requests, spans)
         q_end, k_end = self.heads * self.head_dim, (self.heads + self.kv_heads) * self.head_dim
         for i, layer in enumerate(self.layers):
-            attn, mlp = layer.self_attn, layer.mlp
+            qkv_dense, out_dense, gate_up_dense, down_dense = _groups(layer)
+            small = self.small[i] if self.small else NO_SMALL_LAYER
             x = self._rms(layer.input_layernorm, hidden)
-            qkv = self._project(route, x, (attn.q_proj, attn.k_proj, attn.v_proj), self.small and self.small[i].qkv)
+            qkv = self._project(route, x, qkv_dense, small.qkv)
             q = qkv[:, :q_end].reshape(rows, self.heads, self.head_dim)
             k = qkv[:, q_end:k_end].reshape(rows, self.kv_heads, self.head_dim)
             v = qkv[:, k_end:].reshape(rows, self.kv_heads, self.head_dim)
             q, k = self._rotate(q, cos, sin), self._rotate(k, cos, sin)
             attended = self._attend(i, q, k, v, requests, spans).reshape(rows, -1)
-            hidden = hidden + self._project(route, attended, (attn.o_proj,), self.small and self.small[i].out)
+            hidden = hidden + self._project(route, attended, out_dense, small.out)
             x = self._rms(layer.post_attention_layernorm, hidden)
-            gate_up = self._project(route, x, (mlp.gate_proj, mlp.up_proj), self.small and self.small[i].gate_up)
+            gate_up = self._project(route, x, gate_up_dense, small.gate_up)
             gated = F.silu(gate_up[:, : self.intermediate]) * gate_up[:, self.intermediate :]
-            hidden = hidden + self._project(route, gated, (mlp.down_proj,), self.small and self.small[i].down)
+            hidden = hidden + self._project(route, gated, down_dense, small.down)
         for r in requests:
             r.sequence.length += len(r.ids)
         # subtle: the vocabulary projection is a fifth of the weights; only the rows asked for go through it
@@ -219,7 +220,8 @@ class LlamaRunner:
 
     def _route(self, requests: list[Request], spans) -> torch.Tensor | bool | None:
         """Which rows go through the small weights: those of requests of at most DECODE_ROWS new tokens. None when
-        every row stays in fp32 (no small weights, or only prefills), True when every row goes small, else a mask."""
+        every row stays in fp32 (no small weights, or only prefills), True when every row goes small, else a mask
+        with both (each request gives the vocabulary projection a row, so its part of the mask has both too)."""
         if self.small is None:
             return None
         small = [len(r.ids) <= DECODE_ROWS for r in requests]
@@ -237,9 +239,7 @@ class LlamaRunner:
         if route is None:
             outputs = [F.linear(x, layer.weight, layer.bias) for layer in dense]
             return outputs[0] if len(outputs) == 1 else torch.cat(outputs, dim=-1)
-        if isinstance(route, torch.Tensor) and not bool(route.any()):
-            return LlamaRunner._project(None, x, dense, small)
-        if route is True or bool(route.all()):
+        if route is True:
             return small(x)
         out = torch.empty(x.shape[0], sum(layer.weight.shape[0] for layer in dense), dtype=x.dtype)
         out[route] = small(x[route])
@@ -277,6 +277,9 @@ def _packed(*layers) -> _WithBias:
         return _WithBias(Int4Linear(weight), None)
     biases = [torch.zeros(layer.weight.shape[0]) if layer.bias is None else layer.bias.detach() for layer in layers]
     return _WithBias(Int4Linear(weight), torch.cat(biases))
+
+
+NO_SMALL_LAYER = SmallLayer(None, None, None, None)  # fp32 only: no packed copy of a layer
 
 
 def _groups(layer) -> tuple[tuple, ...]:
