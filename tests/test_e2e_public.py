@@ -19,7 +19,7 @@ from raqa.service import Service
 pytestmark = pytest.mark.e2e
 playwright_api = pytest.importorskip("playwright.sync_api")
 LIMITS = PublicLimits(runs_per_minute=3, live_runs=1, max_k=8, max_window=2, max_benchmark=4, forwarded_for=True)
-SLOW = "slow apple question"  # every window declines after a pause: a run of about 5 s
+SLOW = "slow apple question"  # every window declines after a pause: a run of about 7 s
 QUICK = "quick apple question"  # the first window answers at once
 
 
@@ -32,7 +32,7 @@ class SharingBackend(ScriptedBackend):
 def _script(messages) -> str:
     user = messages[-1]["content"]
     if SLOW in user:
-        time.sleep(1.0)
+        time.sleep(1.5)  # under visitors.SETTLE_S: a Run just after Stop waits out the reply in progress
         return "NOT FOUND"
     return "ANSWER: apples\nPAGE: a1\nSENTENCE: 1"
 

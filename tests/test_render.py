@@ -9,7 +9,7 @@ from raqa.models.scripted import ScriptedBackend
 from raqa.reading.engine import run
 from raqa.retrieval.corpus import Page
 from raqa.retrieval.index import BM25Index, Hit
-from raqa.web.render import RunView, badge, highlighted_page_text, mark_stopped, page_details
+from raqa.web.render import RunView, highlighted_page_text, page_details
 
 HOSTILE = [
     "<script>alert(1)</script>",
@@ -92,14 +92,6 @@ def test_page_details_lists_rank_score_title_id_and_full_text():
     html = page_details(Hit(3, 7.25, page))
     assert "#3" in html and "7.25" in html and "Title &amp; more" in html and "id 42" in html
     assert html.count("A long text.") == 50
-
-
-def test_stop_marks_only_what_was_still_being_read() -> None:
-    html = f"<div>{badge('not_found')} Window 1</div><div>{badge('reading')} Window 2</div>"
-    stopped = mark_stopped(html)
-    assert badge("reading") not in stopped and badge("stopped") in stopped
-    assert stopped.startswith(f"<div>{badge('not_found')} Window 1</div>")
-    assert mark_stopped(None) == "" and mark_stopped("") == ""
 
 
 def test_a_window_shows_the_judges_reading_escaped(tiny_index):

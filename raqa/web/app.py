@@ -39,7 +39,7 @@ from raqa.web.flags import FLAGS, append_flag
 from raqa.web.lessons import load_lessons
 from raqa.web.links import LINK_JS, form_from_link
 from raqa.web.page_text import badge_legend, footer
-from raqa.web.render import RunView, esc, failed_html, mark_stopped
+from raqa.web.render import MARK_STOPPED_JS, RunView, esc, failed_html
 from raqa.web.visitors import VisitorGate, limit_runs
 from raqa.web.when_to_retrieve_tab import route, route_view
 from raqa.web.why import why_controls
@@ -308,14 +308,13 @@ def build_demo(service: Service, recordings_dir: Path = RECORDINGS_DIR, results_
         ask_live = limit_runs(gate, ask_here, lambda message: (failed_html(message), *[gr.skip()] * 6))
         run_event = run_button.click(ask_live, [*inputs, compare, *run_b], outputs, api_name="ask", **listen)
         submit_event = question.submit(ask_live, [*inputs, compare, *run_b], outputs, **listen, **PRIVATE)
-        stop_button.click(
-            lambda answers_, windows_: (mark_stopped(answers_), mark_stopped(windows_)),
-            [answers, windows],
-            [answers, windows],
-            cancels=[run_event, submit_event, replay_event, example_event, lesson_event],
-            queue=False,
-            **PRIVATE,
-        )
+        # Stop marks what was being read at once, and again once each cancel has settled (Gradio runs a cancelled
+        # event's .then then): an update the run sent before the cancel can land after Stop's first mark.
+        stoppable = [run_event, submit_event, replay_event, example_event, lesson_event]
+        mark = dict(fn=None, inputs=[answers, windows], outputs=[answers, windows], js=MARK_STOPPED_JS, queue=False)
+        stop_button.click(**mark, cancels=stoppable, **PRIVATE)
+        for event in stoppable:
+            event.then(**mark, **PRIVATE)
 
         events_live = limit_runs(gate, lambda *form: run_events(service, *form), lambda m: to_json(RunFailed(m)))
 

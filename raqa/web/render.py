@@ -8,6 +8,7 @@ logic and imports no UI toolkit, so its escaping is tested directly.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from html import escape
 
@@ -48,14 +49,17 @@ def failed_html(message: object) -> str:
     return f'<div class="raqa-answer raqa-failed">{esc(message)}</div>'
 
 
-def mark_stopped(html: str) -> str:
-    """The page after Stop: whatever was still being read is marked stopped, the rest stays as it was."""
-    return html.replace(badge("reading"), badge("stopped")) if isinstance(html, str) else ""
-
-
 def badge(verdict: str) -> str:
     css, label = BADGES.get(verdict, ("unparseable", verdict))
     return f'<span class="raqa-badge raqa-{css}">{esc(label)}</span>'
+
+
+# The page after Stop, given (answers, windows): whatever was still being read is marked stopped, the rest stays
+# as it was. It runs in the browser, on the values shown at that moment, so it never answers with a page older
+# than the one on screen (a round trip to the server could, while a run's last updates are still arriving).
+MARK_STOPPED_JS = f"""(...shown) => shown.map(
+    (html) => typeof html === "string" ? html.split({json.dumps(badge("reading"))}).join({json.dumps(badge("stopped"))}) : html
+)"""
 
 
 Effects = dict[int, tuple[float, float]]  # sentence number -> (log P(answer) without it, with the whole window)
