@@ -166,7 +166,7 @@ def test_the_page_keeps_working_after_hostile_runs(page):
     _ask(page, "Where do mango trees grow?")
     page.wait_for_function(
         "() => document.querySelector('.raqa-final-text') && "
-        "document.querySelector('#raqa-answers').innerText.includes('India')",
+        "document.querySelector('#raqa-answers')?.innerText.includes('India')",
         timeout=60000,
     )
     assert page.evaluate("() => window.__pwned") is None

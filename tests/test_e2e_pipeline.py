@@ -109,7 +109,7 @@ def test_a_click_on_an_example_replays_its_recording_without_the_model(tab):
     assert end.get_attribute("data-source") == "memory" and "Paris" in end.inner_text()
     # an example with no recording for these choices says so and changes nothing else
     tab.locator("#raqa-pipe-examples").get_by_role("button", name="Who painted the Mona Lisa?").click()
-    tab.wait_for_function("() => document.querySelector('#raqa-pipe-out').innerText.includes('No recorded run')",
+    tab.wait_for_function("() => document.querySelector('#raqa-pipe-out')?.innerText.includes('No recorded run')",
                           timeout=20000)  # fmt: skip
     assert tab.locator("#raqa-pipe-question textarea").input_value() == "Who painted the Mona Lisa?"
 

@@ -25,18 +25,18 @@ def _form(tab) -> dict:
 
 def test_a_shared_link_restores_the_question_and_settings(page, server):  # noqa: F811
     page.goto(server + "/?q=apple+pie%3F&order=backward&w=3&k=7&grounded=1", wait_until="networkidle")
-    page.wait_for_function("() => document.querySelector('#raqa-question textarea').value === 'apple pie?'")
+    page.wait_for_function("() => document.querySelector('#raqa-question textarea')?.value === 'apple pie?'")
     assert _form(page) == {"question": "apple pie?", "order": "backward", "w": "3", "k": "7", "grounded": True}
     page.locator("#raqa-question textarea").fill("Where do zebras live?")
     page.locator("#raqa-copy-link").click()
-    page.wait_for_function("() => document.querySelector('#raqa-link textarea').value.includes('zebras')")
+    page.wait_for_function("() => document.querySelector('#raqa-link textarea')?.value.includes('zebras')")
     link = page.locator("#raqa-link textarea").input_value()
     params = {k: v[0] for k, v in parse_qs(urlsplit(link).query).items()}
     assert params | {} == {"q": "Where do zebras live?", "strategy": "iterative", "order": "backward", "w": "3",
                            "k": "7", "grounded": "1", "rationale": "0"} | ({"reader": params["reader"]} if "reader" in params else {})  # fmt: skip
     other = page.context.new_page()
     other.goto(link, wait_until="networkidle")
-    other.wait_for_function("() => document.querySelector('#raqa-question textarea').value.includes('zebras')")
+    other.wait_for_function("() => document.querySelector('#raqa-question textarea')?.value.includes('zebras')")
     assert _form(other) == {"question": "Where do zebras live?", "order": "backward", "w": "3", "k": "7",
                             "grounded": True}  # fmt: skip
 
@@ -137,7 +137,7 @@ def test_a_lesson_step_loads_its_question_and_settings(recorded_tab):
     tab = recorded_tab
     tab.locator("#raqa-lesson-steps label", has_text=step.title).click()
     tab.wait_for_function(
-        "q => document.querySelector('#raqa-question textarea').value === q", arg=step.question, timeout=10000
+        "q => document.querySelector('#raqa-question textarea')?.value === q", arg=step.question, timeout=10000
     )
     assert tab.locator("#raqa-order input:checked").get_attribute("value") == step.form.order
     assert tab.locator("#raqa-grounded input").is_checked() is step.form.grounded_only
@@ -152,7 +152,7 @@ def test_a_flag_appends_the_run_to_the_operators_file(recorded_tab):
     _replay_the_zebra_question(tab)
     tab.wait_for_selector("#raqa-download-json", state="visible", timeout=20000)
     tab.locator("#raqa-flag-badge-wrong").click()
-    tab.wait_for_function("() => document.querySelector('#raqa-flag-status').innerText.includes('Saved')")
+    tab.wait_for_function("() => document.querySelector('#raqa-flag-status')?.innerText.includes('Saved')")
     status = tab.locator("#raqa-flag-status").inner_text()
     path = Path(status.split(" of ")[-1].rstrip(")."))
     [line] = [json.loads(text) for text in path.read_text(encoding="utf-8").splitlines()]
@@ -232,7 +232,7 @@ def test_a_shared_link_with_a_recording_opens_into_its_replay(recorded_tab, reco
     tab.wait_for_selector(".raqa-final-text", timeout=15000)
     assert tab.locator(".raqa-final-text").inner_text().startswith("Africa")
     tab.goto(recorded_server + "/?q=Where+do+zebras+live%3F&w=2", wait_until="networkidle")  # no recording at w=2
-    tab.wait_for_function("() => document.querySelector('#raqa-window input[type=number]').value === '2'")
+    tab.wait_for_function("() => document.querySelector('#raqa-window input[type=number]')?.value === '2'")
     tab.wait_for_timeout(1500)
     assert tab.locator("#raqa-answers .raqa-recorded").count() == 0
     assert tab.locator("#raqa-answers .raqa-failed").count() == 0  # and no complaint either
