@@ -62,3 +62,22 @@ def test_the_page_streams_a_run_from_the_server(backend, tiny_pages, tiny_index,
     answers, windows = outputs[-1][0], outputs[-1][1]
     assert "raqa-failed" not in answers and "raqa-window" in windows
     assert len(outputs) > 3  # it streamed
+
+
+def test_an_experiment_reads_its_windows_through_the_server_two_at_a_time(backend, tiny_pages, tiny_index, tmp_path):
+    from raqa.evaluation import registry
+    from raqa.evaluation.questions import QAItem
+
+    service = Service(AppConfig(cache_dir=tmp_path), tiny_pages, tiny_index, backend, "tiny", {})
+    # at one page a window, the honey bee page comes before the Mona Lisa page: one answer-free, one answer-bearing
+    items = [QAItem("bee", "Honey bee colony queen: in which year was the painting stolen?", ("1911",))]
+    options = registry.Options(window=1, endpoint="SmolLM2 (llama.cpp)", concurrency=2)
+    run = registry.run(registry.EXPERIMENTS["negative_windows"], service, "tiny", items, 1, options, list)
+    assert (run.results["negative_windows"], run.results["positive_windows"]) == (1, 1)
+    assert [row["shots"] for row in run.results["rows"]] == [0, 2, 4, 6, 8]
+    for row in run.results["rows"]:  # llama.cpp reports log-probabilities: P(answer) is measured, not filled in
+        assert 0.0 <= row["mean_p_answer_negative"]["value"] <= 1.0
+    server = run.about["server"]
+    assert (server["endpoint"], server["concurrency"], server["sampling"]["temperature"]) == (backend.name, 2, 0)
+    assert server["reported_model"]  # the model id the server's replies name
+    assert run.about["weights"] is None and "--endpoint 'SmolLM2 (llama.cpp)' --concurrency 2" in run.about["command"]

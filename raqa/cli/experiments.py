@@ -13,6 +13,8 @@ from raqa.cli.output import counter_bar, error, progress_bar, say
 from raqa.cli.parser import app_config
 from raqa.config import SpeedOptions
 from raqa.evaluation import records, registry
+from raqa.evaluation.fan_out import MAX_CALLS
+from raqa.evaluation.recordings import slug
 from raqa.models.base import ModelError
 from raqa.retrieval.corpus import CorpusError
 
@@ -27,14 +29,17 @@ def cmd_experiment(args: argparse.Namespace) -> int:
 
     experiment = registry.EXPERIMENTS[args.name]
     limit = args.limit or experiment.limit
-    options = registry.Options(
-        args.seed, args.reader, args.questions, args.unanswerable, args.window, args.page_order
-    )  # fmt: skip
     try:
         pool = registry.question_pool(experiment, args.dataset, limit, args.seed)
         service = Service.load(app_config(args), progress=say, load_model=experiment.needs_model)
+        service = registry.on_server(experiment, service, args.endpoint)
+        concurrency = _concurrency(args, service)
+        if args.endpoint and "reader" in experiment.options:
+            _check_served(service, args.reader)
     except (QuestionsError, CorpusError, ModelError, ValueError) as e:
         return error(e)
+    options = registry.Options(args.seed, args.reader, args.questions, args.unanswerable, args.window, args.page_order,
+                               args.endpoint if experiment.needs_model else None, concurrency)  # fmt: skip
     try:
         run = registry.run(experiment, service, args.dataset, pool, limit, options, progress_bar(experiment.name))
     except (QuestionsError, ModelError, ValueError) as e:  # ValueError: SettingsError (no such reader)
@@ -45,11 +50,32 @@ def cmd_experiment(args: argparse.Namespace) -> int:
         label += f"-w{args.window}" + ("-best-last" if args.page_order == "best_last" else "")
     if run.about["weights"] not in (None, SpeedOptions.weights):  # decoded in fp32: beside the default record
         label += f"-{run.about['weights']}"
+    if options.endpoint:  # read by a server: beside the local model's record
+        label += "-" + slug(options.endpoint)
     if args.out:  # a record kept in its own folder says so, so that rerunning it writes it there again
         run.about["command"] += f" --out {args.out}"
     path = records.write(experiment.name, label, run.results, run.about, _out_dir(args))
     say(f"wrote {path} in {run.seconds:.0f} s")
     return 0
+
+
+def _concurrency(args: argparse.Namespace, service) -> int:
+    """--concurrency, checked; a local model serving one run at a time gets 1, and is said so."""
+    if not 1 <= args.concurrency <= MAX_CALLS:
+        raise ValueError(f"--concurrency must be from 1 to {MAX_CALLS}, got {args.concurrency}.")
+    if args.endpoint is None and args.concurrency > service.concurrent_runs:
+        say(f"Note: the local model reads {service.concurrent_runs} at a time; --concurrency is for --endpoint.")
+        return service.concurrent_runs
+    return args.concurrency
+
+
+def _check_served(service, readers: str) -> None:
+    """ValueError for a reader in the comparison that is a LoRA adapter: it reads with the local weights only."""
+    for name in readers.split(","):
+        reader = service.readers.get(name)
+        if reader is not None and reader.adapter is not None:
+            raise ValueError(f"The reader {name!r} is a LoRA adapter on the local model, so a server cannot read "
+                             "with it: compare the judge readers (judge, base+judge) through --endpoint.")  # fmt: skip
 
 
 def cmd_eval_adapt(args: argparse.Namespace) -> int:

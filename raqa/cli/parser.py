@@ -131,13 +131,9 @@ def _batch(sub) -> None:
     batch.add_argument("--split", default="test", choices=["test", "dev"])
     batch.add_argument("--limit", type=int, help="questions (default: all)")
     batch.add_argument("--seed", type=int, help="a seeded sample of --limit questions (default: the first ones)")
-    batch.add_argument("--concurrency", type=int, default=8, help="questions in flight at once (endpoints), 1-256")
     batch.add_argument("--out", required=True, help="JSONL results; an existing file is resumed")
     add_run_options(batch)
-    batch.add_argument(
-        "--endpoint",
-        help="a model server named in the RAQA_ENDPOINTS file (default: local model; = --reader endpoint:NAME)",
-    )
+    add_server_options(batch, "questions", 8)
     add_reader_option(batch)
     add_model_options(batch)
     batch.set_defaults(func=command("ask:cmd_batch"))
@@ -158,12 +154,17 @@ def _record(sub) -> None:
     record.set_defaults(func=command("ask:cmd_record"))
 
 
+def add_server_options(parser: argparse.ArgumentParser, what: str, concurrency: int) -> None:
+    parser.add_argument("--endpoint", help="a model server named in the RAQA_ENDPOINTS file (default: local model)")
+    parser.add_argument("--concurrency", type=int, default=concurrency, help=f"{what} in flight at once (--endpoint)")
+
+
 def _experiment(sub) -> None:
     experiment = sub.add_parser("experiment", help="rerun one of the paper's experiments and write its JSON")
     experiment.add_argument("name", choices=list(EXPERIMENTS))
     experiment.add_argument("--dataset", default="nq", choices=DATASETS)
     experiment.add_argument(
-        "--limit", type=int, help="questions (recall, Top-K, windows) or windows/questions kept per kind"
+        "--limit", type=int, help="questions (recall, Top-K, windows) or windows/questions per kind"
     )
     experiment.add_argument("--seed", type=int, default=0)
     experiment.add_argument("--out", help="folder for the JSON (default assets/results)")
@@ -174,23 +175,17 @@ def _experiment(sub) -> None:
         "folder name, base+judge, judge)",
     )
     experiment.add_argument("--questions", type=int, default=25, help="reader_comparison: questions per reading order")
-    experiment.add_argument(
-        "--unanswerable", type=int, default=30, help="reader_comparison: NQ test questions with no answer in the corpus"
-    )
-    experiment.add_argument(
-        "--window",
-        type=int,
-        default=RunSettings.window,
-        choices=range(1, 11),
-        metavar="1-10",
-        help="pages per window (the experiments that do not vary it themselves)",
-    )
+    experiment.add_argument("--unanswerable", type=int, default=30, help="reader_comparison: NQ test questions with "
+                            "no answer in the corpus")  # fmt: skip
+    experiment.add_argument("--window", type=int, default=RunSettings.window, choices=range(1, 11), metavar="1-10",
+                            help="pages per window (the experiments that do not vary it themselves)")  # fmt: skip
     experiment.add_argument(
         "--page-order",
         default=RunSettings.page_order,
         choices=["best_first", "best_last"],
         help="pages inside a window, best first or best nearest the question",
     )
+    add_server_options(experiment, "runs or windows", 1)
     add_model_options(experiment)
     experiment.set_defaults(func=command("experiments:cmd_experiment"))
 

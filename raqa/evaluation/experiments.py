@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 
 from raqa.config import RunSettings
+from raqa.evaluation.fan_out import fan_out
 from raqa.evaluation.metrics import answer_contained, estimate, exact_match, f1
 from raqa.evaluation.positives import PositiveIndex, first_positive_rank, sample_windows
 from raqa.evaluation.questions import QAItem
@@ -60,6 +61,11 @@ def final_or_none(question: str, index: BM25Index, backend, settings: RunSetting
     return final if isinstance(final, Final) else None
 
 
+def finals_of(items: Sequence[QAItem], index, backend, settings: RunSettings, judge=None, progress=None) -> list:
+    """(item, its run's Final or None) for each item, its runs fanned out (fan_out.calls_at_once)."""
+    return fan_out(lambda item: (item, final_or_none(item.question, index, backend, settings, judge)), items, progress)
+
+
 def score_runs(finals: Sequence[tuple[QAItem, Final | None]]) -> dict:
     answers = [(item, f.answer if f else None) for item, f in finals]
     return {
@@ -79,10 +85,11 @@ def score_runs(finals: Sequence[tuple[QAItem, Final | None]]) -> dict:
 def topk_vs_iterative(items, index, backend, base: RunSettings, progress: Progress) -> dict:
     configs = {f"topk_k{k}": replace(base, strategy="topk", k=k) for k in TOPK_KS}
     configs[f"iterative_w{base.window}_k{base.k}"] = replace(base, strategy="iterative")
+    work = [(item, name) for item in items for name in configs]
+    done = fan_out(lambda w: final_or_none(w[0].question, index, backend, configs[w[1]]), work, progress)
     finals: dict[str, list] = {name: [] for name in configs}
-    for item in progress(items):
-        for name, settings in configs.items():
-            finals[name].append((item, final_or_none(item.question, index, backend, settings)))
+    for (item, name), final in zip(work, done, strict=True):
+        finals[name].append((item, final))
     return {
         "configs": {name: {"settings": settings_record(s), **score_runs(finals[name])} for name, s in configs.items()}
     }
@@ -112,11 +119,14 @@ def window_order(items, index, backend, base: RunSettings, positives: PositiveIn
     configs = {(w, o): replace(base, window=w, order=o) for w in WINDOW_SIZES for o in ("forward", "backward")}
     finals: dict[tuple, list] = {c: [] for c in configs}
     negatives: dict[tuple, list] = {c: [] for c in configs}
-    for item in progress(items):
+    for item in items:
         hits = index.search(item.question, base.k)
-        for (w, o), settings in configs.items():
+        for w, o in configs:
             negatives[(w, o)].append(negative_windows_before_first_positive(hits, item, positives, w, o))
-            finals[(w, o)].append((item, final_or_none(item.question, index, backend, settings)))
+    work = [(item, config) for item in items for config in configs]
+    done = fan_out(lambda w: final_or_none(w[0].question, index, backend, configs[w[1]]), work, progress)
+    for (item, config), final in zip(work, done, strict=True):
+        finals[config].append((item, final))
     rows = []
     for w, o in configs:
         counted = [n for n in negatives[(w, o)] if n is not None]
@@ -154,7 +164,7 @@ def unanswerable(items, index, backend, base: RunSettings, positives, per_kind: 
     rows = {}
     for grounded in (False, True):
         settings = replace(base, grounded_only=grounded)
-        finals = [(item, final_or_none(item.question, index, backend, settings)) for item in progress(chosen)]
+        finals = finals_of(chosen, index, backend, settings, progress=progress)
         rows["grounded_only" if grounded else "default"] = {
             "ended_with_an_answer": estimate([f is not None and not f.abstained for _, f in finals]),
             **score_runs(finals),

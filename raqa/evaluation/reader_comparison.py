@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 
 from raqa.config import RunSettings
-from raqa.evaluation.experiments import final_or_none, score_runs, settings_record
+from raqa.evaluation.experiments import finals_of, score_runs, settings_record
 from raqa.evaluation.metrics import estimate
 from raqa.evaluation.positives import PositiveIndex, sample_windows
 from raqa.evaluation.questions import QAItem
@@ -48,15 +48,10 @@ def reader_comparison(
     results = {}
     for name, (backend, settings, about) in progress(list(readers.items())):
         runs = {
-            order: score_runs(
-                [
-                    (item, final_or_none(item.question, index, backend, replace(settings, order=order), judge))
-                    for item in questions
-                ]
-            )
+            order: score_runs(finals_of(questions, index, backend, replace(settings, order=order), judge))
             for order in ("forward", "backward")
         }
-        finals = [(item, final_or_none(item.question, index, backend, settings, judge)) for item in lost]
+        finals = finals_of(lost, index, backend, settings, judge)
         results[name] = {
             **about,
             "settings": {

@@ -13,16 +13,19 @@ and progress bars (cli/), and the scoring itself (experiments.py, when_to_retrie
 
 from __future__ import annotations
 
+import shlex
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from raqa.config import RunSettings, SpeedOptions
 from raqa.evaluation import attribution_eval, experiments, reader_comparison, reading_defaults, records
+from raqa.evaluation.fan_out import calls_at_once
 from raqa.evaluation.positives import PositiveIndex
 from raqa.evaluation.questions import QAItem, load_questions
 
 Progress = Callable[[Iterable], Iterable]
+SERVER = "endpoint:"  # a model server's reader name is SERVER + its name in RAQA_ENDPOINTS (Service.load)
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,8 @@ class Options:
     unanswerable: int = 30  # NQ test questions with no answer in the corpus
     window: int = RunSettings.window  # pages per window of every experiment's runs (Inputs.base)
     page_order: str = RunSettings.page_order  # pages inside a window (config.PageOrder), likewise
+    endpoint: str | None = None  # the model server (RAQA_ENDPOINTS) that reads instead of the local model
+    concurrency: int = 1  # runs or windows in flight at once (fan_out)
 
 
 @dataclass(frozen=True)
@@ -57,6 +62,7 @@ class Experiment:
     limit: int  # questions, or windows / questions kept per kind, when --limit is not given
     pool_factor: int = 1  # questions drawn per one kept (windows and unanswerable questions are rare)
     needs_model: bool = True  # False: retrieval only, the model is not loaded
+    local_only: str = ""  # why it needs the local model's own weights (it cannot read through a server), if it does
     options: tuple[str, ...] = ()  # the Options fields it uses, repeated in its record's command
 
 
@@ -154,7 +160,14 @@ EXPERIMENTS: dict[str, Experiment] = {
             pool_factor=20,
             options=("reader", "questions", "unanswerable", "window", "page_order"),
         ),
-        Experiment("attribution", _attribution, 150, pool_factor=20),
+        Experiment(
+            "attribution",
+            _attribution,
+            150,
+            pool_factor=20,
+            local_only="it scores the answer's "
+            "log-probability with each sentence left out, which a chat server does not report",
+        ),  # fmt: skip
     )
 }
 
@@ -169,7 +182,32 @@ def command_line(experiment: Experiment, dataset: str, limit: int, options: Opti
     line = f"python -m raqa experiment {experiment.name} --dataset {dataset} --limit {limit} --seed {options.seed}"
     named = list(experiment.options)
     named += [n for n in ("window", "page_order") if n not in named and getattr(options, n) != getattr(RunSettings, n)]
-    return line + "".join(f" --{name.replace('_', '-')} {getattr(options, name)}" for name in named)
+    if options.endpoint is not None:
+        named += ["endpoint", "concurrency"]
+    return line + "".join(f" --{name.replace('_', '-')} {_quoted(getattr(options, name))}" for name in named)
+
+
+def _quoted(value: object) -> str:
+    return shlex.quote(str(value))
+
+
+def on_server(experiment: Experiment, service, endpoint: str | None):
+    """The service with its base model replaced by the model server named endpoint (RAQA_ENDPOINTS), or the service
+    itself for None: every reader that asks the base model (base, the judge readers) then asks the server, and the
+    answer judge stays local. ValueError when the experiment needs local weights or there is no such server."""
+    if endpoint is None or not experiment.needs_model:
+        return service
+    if experiment.local_only:
+        raise ValueError(f"{experiment.name} needs the local model's own weights ({experiment.local_only}): run it "
+                         "without --endpoint.")  # fmt: skip
+    servers = {
+        name.removeprefix(SERVER): backend for name, backend in service.loaded.items() if name.startswith(SERVER)
+    }
+    if endpoint not in servers:
+        raise ValueError(
+            f"Invalid endpoint: {endpoint!r}. Choose from: {', '.join(servers) or 'none'} (RAQA_ENDPOINTS)."
+        )
+    return replace(service, backend=servers[endpoint])
 
 
 def weights_option(weights: str) -> str:
@@ -192,18 +230,23 @@ def run(
             service.reading(name, RunSettings())
     base = RunSettings(window=options.window, page_order=options.page_order)  # every experiment's windows
     inputs = Inputs(service, pool, PositiveIndex(service.pages), limit, options, progress, base)
-    results, seconds = records.timed(experiment.runner, inputs)
-    weights = service.config.speed.weights
+    with calls_at_once(options.concurrency):
+        results, seconds = records.timed(experiment.runner, inputs)
+    local = experiment.needs_model and options.endpoint is None  # read by the local model, in these weights
+    weights = service.config.speed.weights if local else None
     about = {
-        "command": command_line(experiment, dataset, limit, options) + weights_option(weights),
+        "command": command_line(experiment, dataset, limit, options) + weights_option(weights or SpeedOptions.weights),
         "sample": {"split": "test", "limit": limit, "seed": options.seed, "pool": len(pool)},
         "model": service.backend.name if experiment.needs_model else None,
-        "weights": weights if experiment.needs_model else None,
-        "adapter": service.config.adapter,
+        "weights": weights,
+        "adapter": service.config.adapter if local else None,
         "corpus": f"{service.corpus_label} ({len(service.pages):,} pages)",
         "settings": experiments.settings_record(inputs.base),
         "seconds": round(seconds, 1),
     }
+    if experiment.needs_model and not local:
+        served = getattr(service.backend, "provenance", lambda: {"endpoint": options.endpoint})
+        about["server"] = {**served(), "concurrency": options.concurrency}
     return Run(results, about, seconds)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from raqa.config import RunSettings
+from raqa.evaluation.fan_out import fan_out
 from raqa.evaluation.metrics import answer_contained, auc, estimate, exact_match
 from raqa.evaluation.questions import QAItem
 from raqa.reading import grounding
@@ -49,10 +50,15 @@ def _judge_p(v: WindowVerdict) -> float | None:
 
 def score_windows(negative, positive, backend, settings: RunSettings, judge=None) -> dict:
     """One reader on fixed negative and positive windows: false answers, exact match, the badge, P(answer)."""
-    on_negative = [(i, window_verdict(i.question, w, backend, settings, judge)) for i, w in negative]
-    on_positive = [(i, window_verdict(i.question, w, backend, settings, judge)) for i, w in positive]
+    verdicts = fan_out(lambda iw: (iw[0], window_verdict(iw[0].question, iw[1], backend, settings, judge)),
+                       [*negative, *positive])  # fmt: skip
+    on_negative, on_positive = verdicts[: len(negative)], verdicts[len(negative) :]
     answers = [v.reply.answer if _answered(v) else None for _, v in on_positive]
     every = on_negative + on_positive
+    # a reply that ignored the format has no P(answer): 0, it did not say ANSWER; a server that reports no
+    # log-probabilities has none at all: then the P(answer) scores are missing (None), never filled in
+    missing = sum(v.p_answer is None for _, v in every)
+    measured = missing < len(every)
     p_neg = [v.p_answer or 0.0 for _, v in on_negative]
     p_pos = [v.p_answer or 0.0 for _, v in on_positive]
     scores = {
@@ -66,11 +72,16 @@ def score_windows(negative, positive, backend, settings: RunSettings, judge=None
         "declined_on_positive": estimate([v.verdict == "not_found" for _, v in on_positive]),
         "grounded_share_of_answers": estimate([v.verdict == "answered" for _, v in every if _answered(v)]),
         "grounded_on_positive": estimate([v.verdict == "answered" for _, v in on_positive]),
-        "mean_p_answer_negative": estimate(p_neg, "mean"),
-        "mean_p_answer_positive": estimate(p_pos, "mean"),
-        "auc_p_answer": auc(p_neg, p_pos),
+        "mean_p_answer_negative": estimate(p_neg, "mean") if measured else None,
+        "mean_p_answer_positive": estimate(p_pos, "mean") if measured else None,
+        "auc_p_answer": auc(p_neg, p_pos) if measured else None,
+        "p_answer_missing": missing,
         "badge": badge_honesty(every),
         "badge_lexical": badge_honesty(every, lexical=True),
+        # what reading these windows cost: requests, and tokens as the model (or the server's usage report) counts
+        "requests": len(every),
+        "prompt_tokens": sum(v.prompt_tokens for _, v in every),
+        "completion_tokens": sum(v.completion_tokens for _, v in every),
     }
     if judge is not None:
         scores["auc_judge"] = auc([_judge_p(v) for _, v in on_negative], [_judge_p(v) for _, v in on_positive])

@@ -39,6 +39,7 @@ ReplyPlan = dict[str, tuple[Step, ...]]  # first word of the reply -> the steps 
 class Choice:
     probabilities: dict[str, float]  # normalised over the allowed first words
     chosen: str
+    measured: bool = True  # False: a server that reports no log-probabilities; read from how the reply starts
 
 
 @dataclass(frozen=True)

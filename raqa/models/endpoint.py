@@ -108,9 +108,21 @@ class EndpointBackend(Backend):
             limits=httpx.Limits(max_connections=256, max_keepalive_connections=64),
         )
         self._url = config.base_url.rstrip("/") + "/chat/completions"
+        self.served: dict[str, str] = {}  # what the server's replies say it is: its model id and system fingerprint
 
     def __repr__(self) -> str:
         return f"EndpointBackend({self.name!r}, model={self.config.model!r}, url={_origin(self._url)!r})"
+
+    def provenance(self) -> dict:
+        """What a record names about this server: the model asked for and reported, the fingerprint, the sampling."""
+        return {
+            "endpoint": self.name,
+            "url": _origin(self._url),
+            "model": self.config.model,
+            "reported_model": self.served.get("model"),
+            "system_fingerprint": self.served.get("system_fingerprint"),
+            "sampling": {"temperature": 0, "logprobs": True, "top_logprobs": TOP_LOGPROBS},
+        }
 
     def close(self) -> None:
         self._client.close()
@@ -209,6 +221,9 @@ class EndpointBackend(Backend):
                 finished = True
                 break
             chunk = self._parse(data)
+            for key in ("model", "system_fingerprint"):
+                if isinstance(chunk.get(key), str) and chunk[key]:
+                    self.served[key] = chunk[key]
             if isinstance(chunk.get("usage"), dict):
                 usage = chunk["usage"]
             for choice in chunk.get("choices") or []:
@@ -255,7 +270,7 @@ class EndpointBackend(Backend):
         if written is None:
             return [head], False
         if probabilities is None:
-            return [Choice({w: float(w == written) for w in words}, written), head], False
+            return [Choice({w: float(w == written) for w in words}, written, measured=False), head], False
         picked = pick_choice(probabilities, threshold)
         if written == words[0] and picked != written:
             return [Choice(probabilities, picked), picked], True

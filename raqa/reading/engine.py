@@ -151,7 +151,7 @@ def read_window(
     text, p_answer, usage = "", None, Usage(prompt_tokens, 0)
     for piece in backend.reply(messages, reply_plan(settings), settings.answer_threshold):
         if isinstance(piece, Choice):
-            p_answer = piece.probabilities.get(ANSWER_WORD)
+            p_answer = piece.probabilities.get(ANSWER_WORD) if piece.measured else None  # missing, not 1 or 0
         elif isinstance(piece, Usage):
             usage = piece
         else:

@@ -1,0 +1,64 @@
+"""An experiment's model calls, several at a time, for a model server that serves several (`--concurrency N`).
+
+`calls_at_once(n)` sets how many calls the code inside it may have in flight; `fan_out(fn, items)` is
+`[fn(item) for item in items]`, run up to that many at a time in threads, results in the items' order. Every call
+is independent of the others (a run or a window read from scratch), so a result never depends on n; only the wall
+time does. A fan-out inside a call already fanned out runs its calls one by one (the threads do not inherit the
+setting), so n bounds the calls in flight.
+
+The default, 1, is what a local model gets: it reads one prompt at a time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Generic, TypeVar
+
+Item = TypeVar("Item")
+Result = TypeVar("Result")
+MAX_CALLS = 256
+
+_calls: ContextVar[int] = ContextVar("raqa_calls_at_once", default=1)
+
+
+@contextmanager
+def calls_at_once(n: int) -> Iterator[None]:
+    """Within the block, fan_out keeps up to n calls in flight; ValueError outside 1..MAX_CALLS."""
+    if not isinstance(n, int) or not 1 <= n <= MAX_CALLS:
+        raise ValueError(f"--concurrency must be a whole number from 1 to {MAX_CALLS}, got {n!r}.")
+    token = _calls.set(n)
+    try:
+        yield
+    finally:
+        _calls.reset(token)
+
+
+class _InOrder(Generic[Item, Result]):
+    """fn over items as a sized iterable (so a progress bar knows its length), up to calls_at_once at a time."""
+
+    def __init__(self, fn: Callable[[Item], Result], items: Sequence[Item]):
+        self.fn, self.items = fn, items
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __iter__(self) -> Iterator[Result]:
+        n = min(_calls.get(), len(self.items))
+        if n <= 1:
+            yield from map(self.fn, self.items)
+            return
+        with ThreadPoolExecutor(n, thread_name_prefix="raqa-fan-out") as pool:
+            yield from pool.map(self.fn, self.items)
+
+
+def fan_out(
+    fn: Callable[[Item], Result],
+    items: Iterable[Item],
+    progress: Callable[[Iterable], Iterable] | None = None,
+) -> list[Result]:
+    """[fn(item) for item in items], up to calls_at_once at a time; the first exception raised is raised here."""
+    work = _InOrder(fn, list(items))
+    return list(progress(work) if progress is not None else work)
