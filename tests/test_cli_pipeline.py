@@ -56,3 +56,8 @@ def test_bad_input_exits_2_before_loading(argv, message, capsys):
 def test_pipeline_with_bad_reading_settings_exits_2(fake_service, capsys):
     assert main(["pipeline", "Everest?", "--window", "0"]) == 2
     assert "error:" in capsys.readouterr().err
+
+
+def test_eval_pipeline_through_an_unknown_server_exits_2_naming_the_servers(fake_service, capsys):
+    assert main(["eval-pipeline", "--limit", "1", "--dev", "1", "--endpoint", "Nope", "--concurrency", "4"]) == 2
+    assert "Invalid endpoint: 'Nope'. Choose from: none (RAQA_ENDPOINTS)." in capsys.readouterr().err

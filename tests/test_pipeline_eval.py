@@ -52,6 +52,22 @@ def test_rows_are_appended_as_made_and_an_interrupted_run_resumes(service, tmp_p
     assert len(made) == 4  # rows of other settings are not reused
 
 
+def test_rows_made_several_at_a_time_keep_the_work_order_and_each_line_whole(tmp_path):
+    from test_experiments_server import InFlight
+
+    from raqa.evaluation.fan_out import calls_at_once
+
+    path, call = tmp_path / "rows.jsonl", InFlight(0.03)
+    work = [("nq", "test", QAItem(f"q{i}", f"Question {i}?", ("x",))) for i in range(8)]
+    make = lambda d, s, item: call({"id": item.id, "dataset": d, "split": s, "text": "y" * 5000})  # noqa: E731
+    with calls_at_once(4):
+        rows = make_rows(work, path, "key", make)
+    assert [r["id"] for r in rows] == [f"q{i}" for i in range(8)] and call.most == 4
+    lines = [json.loads(line) for line in path.read_text().splitlines()]  # every line whole, though written by 4
+    assert sorted(r["id"] for r in lines) == [f"q{i}" for i in range(8)]
+    assert make_rows(work, path, "key", make) == rows and call.calls == 8  # resumed: nothing made again
+
+
 def _row(i: int, confident: float, knows: bool, reader_right: bool | None, answerable: bool = True) -> dict:
     """A synthetic row: every signal equal to `confident`; reader_right None = the reader says I don't know."""
     ending = {"answer": None if reader_right is None else "x", "correct": bool(reader_right), "exact": False}

@@ -33,7 +33,7 @@ def cmd_experiment(args: argparse.Namespace) -> int:
         pool = registry.question_pool(experiment, args.dataset, limit, args.seed)
         service = Service.load(app_config(args), progress=say, load_model=experiment.needs_model)
         service = registry.on_server(experiment, service, args.endpoint)
-        concurrency = _concurrency(args, service)
+        concurrency = run_concurrency(args, service)
         if args.endpoint and "reader" in experiment.options:
             _check_served(service, args.reader)
     except (QuestionsError, CorpusError, ModelError, ValueError) as e:
@@ -59,7 +59,7 @@ def cmd_experiment(args: argparse.Namespace) -> int:
     return 0
 
 
-def _concurrency(args: argparse.Namespace, service) -> int:
+def run_concurrency(args: argparse.Namespace, service) -> int:
     """--concurrency, checked; a local model serving one run at a time gets 1, and is said so."""
     if not 1 <= args.concurrency <= MAX_CALLS:
         raise ValueError(f"--concurrency must be from 1 to {MAX_CALLS}, got {args.concurrency}.")

@@ -5,7 +5,7 @@ Kept apart from parser.py (which calls add_pipeline_verbs) so that each grammar 
 
 from __future__ import annotations
 
-from raqa.cli.parser import add_corpus_options, add_reader_option, command, dataset_list
+from raqa.cli.parser import add_corpus_options, add_reader_option, add_server_options, command, dataset_list
 from raqa.config import RunSettings
 
 
@@ -41,6 +41,7 @@ def add_pipeline_verbs(sub) -> None:
     evaluate.add_argument("--seed", type=int, default=0)
     evaluate.add_argument("--rows", help="the resumable JSONL of rows (default RAQA_CACHE/eval-pipeline/rows.jsonl)")
     evaluate.add_argument("--out", help="folder for the result JSON (default assets/results)")
+    add_server_options(evaluate, "test questions", 1)
     add_corpus_options(evaluate)
     evaluate.set_defaults(func=command("pipeline:cmd_eval_pipeline"))
     badges = sub.add_parser("eval-badges", help="the badge per question on test, before and after the support model")

@@ -9,7 +9,9 @@ with thresholds chosen on dev questions (evaluation/pipeline_scores.py) and writ
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -96,9 +98,12 @@ def cmd_record_pipeline(args: argparse.Namespace) -> int:
 
 
 def cmd_eval_pipeline(args: argparse.Namespace) -> int:
+    from raqa.cli.experiments import run_concurrency
+    from raqa.evaluation.fan_out import calls_at_once
     from raqa.evaluation.pipeline_rows import READERS, dev_row, interleave, make_rows, question_row
     from raqa.evaluation.positives import PositiveIndex
     from raqa.evaluation.questions import QuestionsError, load_questions
+    from raqa.evaluation.registry import served_by
     from raqa.service import Service
     from raqa.when_to_retrieve.uncertainty import closed_book
 
@@ -114,12 +119,19 @@ def cmd_eval_pipeline(args: argparse.Namespace) -> int:
         model = service.adapt_model()
         if model is None:
             raise ModelError("eval-pipeline needs the Adapt-LLM adapters (assets/adapt) on the embedded model.")
+        service = served_by(service, args.endpoint) if args.endpoint else service  # the readers; memory stays local
+        concurrency = run_concurrency(args, service)
     except (ValueError, QuestionsError, CorpusError, ModelError) as e:
         return error(e)
     start = time.perf_counter()
     rows_path = Path(args.rows) if args.rows else service.config.cache_dir / "eval-pipeline" / "rows.jsonl"
     key = f"k{EVAL_K}-w{EVAL_WINDOW}-{EVAL_ORDER}-readers:{','.join(READERS)}-{model.name}"
-    answer = lambda question: closed_book(model, question)  # noqa: E731
+    key += f"-server:{args.endpoint}" if args.endpoint else ""  # a server's rows are its own, never the local ones
+    memory = threading.Lock()  # the local When-to-retrieve model switches adapters per call: one question at a time
+
+    def answer(question: str):
+        with memory:
+            return closed_book(model, question)
 
     def reader(name: str):
         grounded = False  # the base reader's answers as it gives them; the judge's gate grounds its own
@@ -132,7 +144,7 @@ def cmd_eval_pipeline(args: argparse.Namespace) -> int:
     with counter_bar("eval-pipeline dev (closed-book)", len(dev_work)) as bar:
         dev_rows = make_rows(dev_work, rows_path, key, lambda d, s, item: dev_row(item, d, answer),
                              lambda: bar.update(1))  # fmt: skip
-    with counter_bar("eval-pipeline test", len(test_work)) as bar:
+    with counter_bar("eval-pipeline test", len(test_work)) as bar, calls_at_once(concurrency):
         test_rows = make_rows(test_work, rows_path, key,
                               lambda d, s, item: question_row(item, d, answer, readers, positives.anywhere),
                               lambda: bar.update(1))  # fmt: skip
@@ -142,6 +154,8 @@ def cmd_eval_pipeline(args: argparse.Namespace) -> int:
     results["examples"] = example_decisions(model, results)
     command = (f"python -m raqa eval-pipeline --datasets {','.join(args.datasets)} --limit {args.limit} "
                f"--dev {args.dev} --seed {args.seed}")  # fmt: skip
+    if args.endpoint:
+        command += f" --endpoint {shlex.quote(args.endpoint)} --concurrency {concurrency}"
     about = {
         "command": command,
         "sample": {"split": "test", "limit": args.limit, "dev": args.dev, "seed": args.seed},
@@ -152,6 +166,9 @@ def cmd_eval_pipeline(args: argparse.Namespace) -> int:
                      "rows": "computed once per question (resumable JSONL), every policy scored from them"},
         "seconds": round(time.perf_counter() - start, 1),
     }  # fmt: skip
+    if args.endpoint:
+        served = getattr(service.backend, "provenance", lambda: {"endpoint": args.endpoint})
+        about["server"] = {**served(), "concurrency": concurrency, "reads": "the readers' windows; closed-book: local"}
     path = records.write("pipeline", "+".join(args.datasets), results, about, Path(args.out) if args.out else
                          records.RESULTS_DIR)  # fmt: skip
     say(f"wrote {path}")

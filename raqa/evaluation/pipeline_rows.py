@@ -12,9 +12,11 @@ are made, so an interrupted evaluation resumes where it stopped. Left out here: 
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
+from raqa.evaluation.fan_out import fan_out
 from raqa.evaluation.metrics import answer_contained, exact_match
 from raqa.evaluation.questions import QAItem
 from raqa.reading.events import Final, RunFailed
@@ -104,20 +106,28 @@ def make_rows(
     make: Callable[[str, str, QAItem], dict],
     progress: Callable[[], None] = lambda: None,
 ) -> list[dict]:
-    """Every row of the work list (dataset, split, item), from the file where it is there, else made and appended."""
+    """Every row of the work list (dataset, split, item), from the file where it is there, else made (up to
+    fan_out.calls_at_once at a time) and appended as soon as it is made; the rows in the work list's order."""
+    work = list(work)
     have = done_keys(path, settings_key)
+    todo = [w for w in work if (w[0], w[1], w[2].id) not in have]
+    for _ in range(len(work) - len(todo)):
+        progress()
     path.parent.mkdir(parents=True, exist_ok=True)
-    rows = []
+    written = threading.Lock()
     with path.open("a", encoding="utf-8") as out:
-        for dataset, split, item in work:
-            row = have.get((dataset, split, item.id))
-            if row is None:
-                row = {**make(dataset, split, item), "settings_key": settings_key}
+
+        def made(w: tuple[str, str, QAItem]) -> dict:
+            row = {**make(*w), "settings_key": settings_key}
+            with written:  # one line at a time, whole, as each row is made (an interrupted run keeps them)
                 out.write(json.dumps(row, ensure_ascii=False) + "\n")
                 out.flush()
-            rows.append(row)
-            progress()
-    return rows
+                progress()
+            return row
+
+        for (dataset, split, item), row in zip(todo, fan_out(made, todo), strict=True):
+            have[(dataset, split, item.id)] = row
+    return [have[(dataset, split, item.id)] for dataset, split, item in work]
 
 
 def dev_row(item: QAItem, dataset: str, answer_closed_book: Callable) -> dict:

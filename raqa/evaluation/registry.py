@@ -192,14 +192,20 @@ def _quoted(value: object) -> str:
 
 
 def on_server(experiment: Experiment, service, endpoint: str | None):
-    """The service with its base model replaced by the model server named endpoint (RAQA_ENDPOINTS), or the service
-    itself for None: every reader that asks the base model (base, the judge readers) then asks the server, and the
-    answer judge stays local. ValueError when the experiment needs local weights or there is no such server."""
+    """The service reading through the model server named endpoint (served_by), or the service itself for None or
+    an experiment without a model. ValueError when the experiment needs local weights or there is no such server."""
     if endpoint is None or not experiment.needs_model:
         return service
     if experiment.local_only:
         raise ValueError(f"{experiment.name} needs the local model's own weights ({experiment.local_only}): run it "
                          "without --endpoint.")  # fmt: skip
+    return served_by(service, endpoint)
+
+
+def served_by(service, endpoint: str):
+    """The service with its base model replaced by the model server named endpoint (RAQA_ENDPOINTS): every reader
+    that asks the base model (base, the judge readers) then asks the server; the answer judge and the When-to-retrieve
+    adapters stay local. ValueError naming the servers when there is none by that name."""
     servers = {
         name.removeprefix(SERVER): backend for name, backend in service.loaded.items() if name.startswith(SERVER)
     }
