@@ -401,3 +401,12 @@ def test_a_malformed_endpoints_file_names_the_file_and_the_field(tmp_path, data,
 def test_a_missing_endpoints_file_says_which_variable_named_it(tmp_path):
     with pytest.raises(EndpointConfigError, match="no such endpoints file .*RAQA_ENDPOINTS"):
         load_endpoints(tmp_path / "nope.json")
+
+
+def test_pages_are_cut_by_the_served_models_own_tokenizer_when_it_is_given():
+    config = EndpointConfig(name="Test server", base_url="http://127.0.0.1:9/v1", model="test-model")
+    text = "Tenzing Norgay and Edmund Hillary first reached the summit in 1953."
+    assert EndpointBackend(config).count_tokens(text) == estimate_tokens(text)  # no tokenizer: the estimate
+    words = EndpointBackend(config, tokens=lambda t: len(t.split()))
+    assert words.count_tokens(text) == 11
+    assert words.count_prompt_tokens([{"role": "user", "content": text}]) == 11 + 4

@@ -86,7 +86,10 @@ class EndpointBackend(Backend):
         sleep: Callable[[float], None] = time.sleep,
         jitter: Callable[[], float] = random.random,
         clock: Callable[[], float] = time.time,
+        tokens: Callable[[str], int] = estimate_tokens,
     ):
+        """tokens counts a text's tokens for cutting pages to fit: an estimate, unless the served model's own
+        tokenizer is at hand (then the server reads exactly the pages the local model would)."""
         key = None
         if config.api_key_env:
             key = secret(config.api_key_env)
@@ -97,7 +100,7 @@ class EndpointBackend(Backend):
         self.config = config
         self.name = config.name
         self.context_tokens = config.context_tokens
-        self._sleep, self._jitter, self._clock = sleep, jitter, clock
+        self._sleep, self._jitter, self._clock, self._tokens = sleep, jitter, clock, tokens
         self._redact = key
         headers = {"Accept": "text/event-stream"}
         if key:
@@ -128,10 +131,10 @@ class EndpointBackend(Backend):
         self._client.close()
 
     def count_tokens(self, text: str) -> int:
-        return estimate_tokens(text)
+        return self._tokens(text)
 
     def count_prompt_tokens(self, messages: Messages) -> int:
-        return sum(estimate_tokens(m["content"]) + 4 for m in messages)  # + role and separators
+        return sum(self._tokens(m["content"]) + 4 for m in messages)  # + role and separators
 
     def _safe(self, text: str) -> str:
         """A short excerpt of server text for a message: one line, key redacted."""
