@@ -75,8 +75,13 @@ def test_an_experiment_reads_its_windows_through_the_server_two_at_a_time(backen
     run = registry.run(registry.EXPERIMENTS["negative_windows"], service, "tiny", items, 1, options, list)
     assert (run.results["negative_windows"], run.results["positive_windows"]) == (1, 1)
     assert [row["shots"] for row in run.results["rows"]] == [0, 2, 4, 6, 8]
-    for row in run.results["rows"]:  # llama.cpp reports log-probabilities: P(answer) is measured, not filled in
-        assert 0.0 <= row["mean_p_answer_negative"]["value"] <= 1.0
+    for row in run.results["rows"]:  # llama.cpp reports log-probabilities: P(answer) is measured, never filled in
+        assert row["requests"] == 2 and row["prompt_tokens"] > 0
+        if row["mean_p_answer_negative"] is None:  # no reply began with ANSWER or NOT FOUND (0 shots, a 135M model)
+            assert row["p_answer_missing"] == 2
+        else:
+            assert 0.0 <= row["mean_p_answer_negative"]["value"] <= 1.0
+    assert any(row["p_answer_missing"] == 0 for row in run.results["rows"])  # with worked examples it follows the form
     server = run.about["server"]
     assert (server["endpoint"], server["concurrency"], server["sampling"]["temperature"]) == (backend.name, 2, 0)
     assert server["reported_model"]  # the model id the server's replies name
