@@ -340,11 +340,11 @@ def _endpoint_backends(path: str, public_page: bool = False) -> dict[str, tuple[
     """The operator's model servers (RAQA_ENDPOINTS), each offered to visitors as a reader; on a public page only
     those the file marks "public": true (a server with a paid key is not offered to strangers by default)."""
     from raqa.models.endpoint import EndpointBackend
-    from raqa.models.endpoints_file import EndpointConfigError, load_endpoints
+    from raqa.models.endpoints_file import READER_PREFIX, EndpointConfigError, load_endpoints
 
     try:
         configs = load_endpoints(path)
     except EndpointConfigError as e:
         raise ModelError(str(e)) from None
     offered = [c for c in configs if c.public or not public_page]
-    return {f"endpoint:{c.name}": (Reader(f"endpoint:{c.name}", c.name, None), EndpointBackend(c)) for c in offered}
+    return {READER_PREFIX + c.name: (Reader(READER_PREFIX + c.name, c.name, None), EndpointBackend(c)) for c in offered}

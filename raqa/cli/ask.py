@@ -16,20 +16,20 @@ from raqa.cli.output import error, print_human, print_json, progress_line, say
 from raqa.cli.parser import app_config
 from raqa.config import SettingsError, clean_question, validate_settings
 from raqa.models.base import ModelError
+from raqa.models.endpoints_file import READER_PREFIX
 from raqa.reading.attribution import with_attributions
 from raqa.retrieval.corpus import CorpusError
 
-ENDPOINT_PREFIX = "endpoint:"
 LOAD_ERRORS = (CorpusError, ModelError, ValueError)  # ValueError: SettingsError, a bad RAQA_POP_THRESHOLD
 
 
 def check_endpoint(reader: str | None, config) -> None:
     """For endpoint:NAME, that NAME is in the RAQA_ENDPOINTS file; ValueError listing the names if not."""
-    if reader is None or not reader.startswith(ENDPOINT_PREFIX):
+    if reader is None or not reader.startswith(READER_PREFIX):
         return
     from raqa.models.endpoints_file import ENDPOINTS_ENV, configured_endpoints
 
-    name = reader.removeprefix(ENDPOINT_PREFIX)
+    name = reader.removeprefix(READER_PREFIX)
     names = [c.name for c in configured_endpoints(config)]
     if name not in names:
         listed = ", ".join(names) if names else f"none ({ENDPOINTS_ENV} is not set)"
@@ -40,7 +40,7 @@ def load_service(config, reader: str | None):
     """The service for a run with this reader; a model server's reader leaves the local model unloaded."""
     from raqa.service import Service
 
-    on_server = reader is not None and reader.startswith(ENDPOINT_PREFIX)
+    on_server = reader is not None and reader.startswith(READER_PREFIX)
     return Service.load(config, progress=say, load_model=not on_server)
 
 
@@ -104,7 +104,7 @@ def batch_reader(args: argparse.Namespace) -> str | None:
     """--reader, or --endpoint NAME as endpoint:NAME; ValueError when both name different readers."""
     if args.endpoint is None:
         return args.reader
-    reader = ENDPOINT_PREFIX + args.endpoint
+    reader = READER_PREFIX + args.endpoint
     if args.reader is not None and args.reader != reader:
         raise ValueError(f"--endpoint {args.endpoint} means --reader {reader}; give one of them, not both.")
     return reader

@@ -23,9 +23,9 @@ from raqa.evaluation import attribution_eval, experiments, reader_comparison, re
 from raqa.evaluation.fan_out import calls_at_once
 from raqa.evaluation.positives import PositiveIndex
 from raqa.evaluation.questions import QAItem, load_questions
+from raqa.models.endpoints_file import READER_PREFIX
 
 Progress = Callable[[Iterable], Iterable]
-SERVER = "endpoint:"  # a model server's reader name is SERVER + its name in RAQA_ENDPOINTS (Service.load)
 
 
 @dataclass(frozen=True)
@@ -207,7 +207,9 @@ def served_by(service, endpoint: str):
     that asks the base model (base, the judge readers) then asks the server; the answer judge and the When-to-retrieve
     adapters stay local. ValueError naming the servers when there is none by that name."""
     servers = {
-        name.removeprefix(SERVER): backend for name, backend in service.loaded.items() if name.startswith(SERVER)
+        name.removeprefix(READER_PREFIX): backend
+        for name, backend in service.loaded.items()
+        if name.startswith(READER_PREFIX)
     }
     if endpoint not in servers:
         raise ValueError(

@@ -23,6 +23,7 @@ from raqa.config import AppConfig
 from raqa.models.endpoint import EndpointConfig
 
 ENDPOINTS_ENV = "RAQA_ENDPOINTS"
+READER_PREFIX = "endpoint:"  # a server is offered as the reader READER_PREFIX + its name
 _FIELDS = {f.name: f for f in fields(EndpointConfig)}
 _REQUIRED = [name for name, f in _FIELDS.items() if f.default is MISSING]
 _POSITIVE = ("timeout_s", "connect_timeout_s", "max_backoff_s", "deadline_s")

@@ -27,10 +27,11 @@ from pathlib import Path
 
 from raqa.config import AppConfig
 from raqa.evaluation import records
-from raqa.evaluation.registry import EXPERIMENTS, SERVER, Options, Run, on_server, question_pool, run
+from raqa.evaluation.registry import EXPERIMENTS, Options, Run, on_server, question_pool, run
 from raqa.models.endpoint import EndpointBackend, EndpointConfig
+from raqa.models.endpoints_file import READER_PREFIX
 from raqa.models.local import embedded_model_path
-from raqa.ops.bench_timing import say
+from raqa.ops.bench_timing import progress, say
 from raqa.ops.llama_server import ALIAS, llama_cpp_server
 
 SERVER_NAME = "SmolLM2 (llama.cpp server)"
@@ -40,9 +41,7 @@ SERVED = sorted(name for name, e in EXPERIMENTS.items() if e.needs_model and not
 
 
 def _bar(label: str):
-    from tqdm import tqdm
-
-    return lambda items: tqdm(items, desc=label, file=sys.stderr)
+    return lambda items: progress(items, label)
 
 
 def agreement(local: dict, served: dict) -> dict:
@@ -134,7 +133,7 @@ def main(argv: Iterable[str] | None = None) -> int:
         server = EndpointBackend(EndpointConfig(SERVER_NAME, url, ALIAS, timeout_s=900, deadline_s=1800,
                                                 context_tokens=context), tokens=tokens)  # fmt: skip
         list(server.reply([{"role": "user", "content": "Hello"}], max_new_tokens=1))  # the server loads its model
-        service.loaded[SERVER + SERVER_NAME] = server
+        service.loaded[READER_PREFIX + SERVER_NAME] = server
         served = on_server(experiment, service, SERVER_NAME)
         for n in (1, args.concurrency):
             options = Options(seed=args.seed, endpoint=SERVER_NAME, concurrency=n)
