@@ -45,10 +45,12 @@ def no_loading(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def tiny_service(
-    monkeypatch: pytest.MonkeyPatch, tiny_pages: list[Page], tiny_index: BM25Index
+    monkeypatch: pytest.MonkeyPatch, tiny_pages: list[Page], tiny_index: BM25Index, tmp_path: Path
 ) -> Callable[..., ScriptedBackend]:
-    """Make Service.load return the tiny corpus with a scripted backend; returns a function to set the replies."""
+    """Make Service.load return the tiny corpus with a scripted backend; returns a function to set the replies.
+    The cache (an experiment's call journal) is the test's own."""
     loads: list[AppConfig] = []
+    monkeypatch.setenv("RAQA_CACHE", str(tmp_path / "cache"))
 
     def install(*replies: str) -> ScriptedBackend:
         backend = ScriptedBackend(list(replies))

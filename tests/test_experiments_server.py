@@ -75,8 +75,10 @@ def test_fan_out_raises_the_first_error_and_refuses_a_bad_width() -> None:
 
 
 @pytest.fixture
-def served(monkeypatch: pytest.MonkeyPatch, tiny_pages, tiny_index):
-    """Service.load gives the tiny corpus, a local model that must not be asked, and a server named Srv."""
+def served(monkeypatch: pytest.MonkeyPatch, tiny_pages, tiny_index, tmp_path: Path):
+    """Service.load gives the tiny corpus, a local model that must not be asked, and a server named Srv; the cache
+    (the experiments' call journals) is the test's own."""
+    monkeypatch.setenv("RAQA_CACHE", str(tmp_path / "cache"))
 
     def local_model(messages):
         raise AssertionError("the local model was asked, not the server")

@@ -12,8 +12,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from raqa.cli.options import app_config
 from raqa.cli.output import error, print_human, print_json, progress_line, say
-from raqa.cli.parser import app_config
 from raqa.config import SettingsError, clean_question, validate_settings
 from raqa.models.base import ModelError
 from raqa.models.endpoints_file import READER_PREFIX

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from raqa.cli.options import app_config
 from raqa.cli.output import error, say
-from raqa.cli.parser import app_config
 from raqa.evaluation import records
 from raqa.models.base import ModelError
 from raqa.retrieval.corpus import CorpusError

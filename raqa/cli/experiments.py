@@ -7,10 +7,11 @@ adapters or corpus) before anything is measured.
 from __future__ import annotations
 
 import argparse
+import shlex
 from pathlib import Path
 
+from raqa.cli.options import app_config
 from raqa.cli.output import counter_bar, error, progress_bar, say
-from raqa.cli.parser import app_config
 from raqa.config import SpeedOptions
 from raqa.evaluation import records, registry
 from raqa.evaluation.fan_out import MAX_CALLS
@@ -40,23 +41,37 @@ def cmd_experiment(args: argparse.Namespace) -> int:
         return error(e)
     options = registry.Options(args.seed, args.reader, args.questions, args.unanswerable, args.window, args.page_order,
                                args.endpoint if experiment.needs_model else None, concurrency)  # fmt: skip
+    label = record_label(args, experiment, service, options)
+    rows = (
+        Path(args.rows)
+        if args.rows
+        else service.config.cache_dir / "experiments" / f"{experiment.name}-{label}.rows.jsonl"
+    )
     try:
-        run = registry.run(experiment, service, args.dataset, pool, limit, options, progress_bar(experiment.name))
+        run = registry.run(experiment, service, args.dataset, pool, limit, options, progress_bar(experiment.name),
+                           rows if experiment.needs_model else None)  # fmt: skip
     except (QuestionsError, ModelError, ValueError) as e:  # ValueError: SettingsError (no such reader)
         return error(e)
-    # a reader comparison at another window size is its own record, beside the default one
-    label = args.dataset
-    if "window" in experiment.options and (args.window, args.page_order) != (3, "best_first"):  # the first records
-        label += f"-w{args.window}" + ("-best-last" if args.page_order == "best_last" else "")
-    if run.about["weights"] not in (None, SpeedOptions.weights):  # decoded in fp32: beside the default record
-        label += f"-{run.about['weights']}"
-    if options.endpoint:  # read by a server: beside the local model's record
-        label += "-" + slug(options.endpoint)
     if args.out:  # a record kept in its own folder says so, so that rerunning it writes it there again
         run.about["command"] += f" --out {args.out}"
+    if args.rows:
+        run.about["command"] += f" --rows {shlex.quote(args.rows)}"
     path = records.write(experiment.name, label, run.results, run.about, _out_dir(args))
     say(f"wrote {path} in {run.seconds:.0f} s")
     return 0
+
+
+def record_label(args: argparse.Namespace, experiment, service, options: registry.Options) -> str:
+    """The record's name after the experiment's: the dataset, and what sets this run apart from the default one."""
+    label = args.dataset
+    if "window" in experiment.options and (args.window, args.page_order) != (3, "best_first"):  # the first records
+        label += f"-w{args.window}" + ("-best-last" if args.page_order == "best_last" else "")
+    weights = service.config.speed.weights if experiment.needs_model and options.endpoint is None else None
+    if weights not in (None, SpeedOptions.weights):  # decoded in fp32: beside the default record
+        label += f"-{weights}"
+    if options.endpoint:  # read by a server: beside the local model's record
+        label += "-" + slug(options.endpoint)
+    return label
 
 
 def run_concurrency(args: argparse.Namespace, service) -> int:

@@ -13,8 +13,8 @@ import json
 from dataclasses import asdict
 from pathlib import Path
 
+from raqa.cli.options import app_config
 from raqa.cli.output import error, progress_line, say, write_json
-from raqa.cli.parser import app_config
 
 # KILT's 5.9 M pages hold about 2.1 G words (DPR cut the same Wikipedia into 21 M passages of 100 words),
 # so about 360 words or, at 1.3 WordPiece tokens a word, 470 tokens a page: an assumption, not a measurement.

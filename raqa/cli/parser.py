@@ -1,4 +1,5 @@
-"""The command line's grammar: every verb, its options and defaults, and the option helpers they share.
+"""The command line's grammar: every verb, its options and defaults (the shared option helpers: options.py; the
+evaluation verbs: parser_eval.py; the verbs that join both papers: parser_pipeline.py).
 
 Each verb names its command function as "module:function" under raqa.cli; the module is imported only when
 that verb runs, so `python -m raqa --help` and `ask` load nothing they do not use.
@@ -7,98 +8,44 @@ that verb runs, so `python -m raqa --help` and `ask` load nothing they do not us
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 
-from raqa.config import WEIGHTS, AppConfig, RunSettings
-from raqa.evaluation.registry import EXPERIMENTS
-
-DATASETS = ["nq", "triviaqa", "squad"]
-ADAPT_DATASETS = ("nq", "triviaqa")
-
-
-def add_model_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--corpus", help="JSONL or KILT corpus file (default: embedded Wikipedia; env RAQA_CORPUS)")
-    parser.add_argument(
-        "--model", help="HF model id, local folder or .gguf file (default: embedded SmolLM2; env RAQA_MODEL)"
-    )
-    parser.add_argument("--adapter", help="peft adapter folder (env RAQA_ADAPTER)")
-    parser.add_argument("--cache", help="cache folder for the index and model (env RAQA_CACHE)")
-    parser.add_argument("--weights", choices=WEIGHTS, help="decode weights: int4 (default) or fp32 (env RAQA_WEIGHTS)")
-
-
-def add_corpus_options(parser: argparse.ArgumentParser) -> None:
-    """--corpus and --cache only: for verbs whose model is fixed (the adapters were trained on the embedded one)."""
-    parser.add_argument("--corpus", help="JSONL or KILT corpus file (default: embedded Wikipedia; env RAQA_CORPUS)")
-    parser.add_argument("--cache", help="cache folder for the index and model (env RAQA_CACHE)")
-    parser.set_defaults(model=None, adapter=None)
-
-
-def add_run_options(parser: argparse.ArgumentParser) -> None:
-    """How one question is read; validated by the service (config.validate_settings), not by argparse."""
-    parser.add_argument("--strategy", default="iterative", help="iterative | topk")
-    parser.add_argument("--order", default="forward", help="forward | backward")
-    parser.add_argument("--window", default=RunSettings.window, help="pages per window, 1-20")
-    parser.add_argument("--k", default=RunSettings.k, help="pages retrieved, 5-100")
-    parser.add_argument("--grounded-only", action="store_true", help="count unsupported answers as declines")
-
-
-def add_reader_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--reader",
-        help="base, a trained reader's folder name under assets/readers, or endpoint:NAME from RAQA_ENDPOINTS "
-        "(default: env RAQA_READER, else base)",
-    )
-
-
-def app_config(args: argparse.Namespace) -> AppConfig:
-    """What to load: the options given, else the RAQA_* variables; ValueError for a bad RAQA_POP_THRESHOLD."""
-    weights = getattr(args, "weights", None)
-    return AppConfig.from_env(
-        corpus=args.corpus, model=args.model, adapter=args.adapter, cache_dir=args.cache, weights=weights
-    )
-
-
-def policy_list(text: str) -> list[str]:
-    from raqa.when_to_retrieve.policies import POLICIES
-
-    names = [t.strip() for t in text.split(",") if t.strip()]
-    bad = [n for n in names if n not in POLICIES]
-    if not names or bad:
-        raise argparse.ArgumentTypeError(f"invalid policies {text!r}: choose from {', '.join(POLICIES)}")
-    return names
-
-
-def dataset_list(text: str) -> list[str]:
-    names = [t.strip() for t in text.split(",") if t.strip()]
-    bad = [n for n in names if n not in ADAPT_DATASETS]
-    if not names or bad:
-        raise argparse.ArgumentTypeError(f"invalid datasets {text!r}: choose from nq, triviaqa (comma-separated)")
-    return names
-
-
-def command(target: str):
-    """The command function "module:function" under raqa.cli, imported when it is called."""
-    module, name = target.split(":")
-
-    def call(args: argparse.Namespace) -> int:
-        return getattr(importlib.import_module(f"raqa.cli.{module}"), name)(args)
-
-    call.target = target  # type: ignore[attr-defined]
-    return call
+from raqa.cli.options import (
+    DATASETS,
+    add_corpus_options,
+    add_model_options,
+    add_reader_option,
+    add_run_options,
+    add_server_options,
+    command,
+    dataset_list,
+    policy_list,
+)
+from raqa.cli.parser_eval import eval_adapt_verb, experiment_verb
+from raqa.cli.parser_pipeline import add_pipeline_verbs
+from raqa.config import RunSettings
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m raqa", description="Retrieval-augmented QA that admits ignorance.")
     sub = parser.add_subparsers(dest="command", required=True)
     # in the order `--help` has always listed them
-    verbs = (_ask, _bench, _experiment, _train_reader, _route, _train_adapt, _eval_adapt, _load_test, _soak, _batch)
+    verbs = (
+        _ask,
+        _bench,
+        experiment_verb,
+        _train_reader,
+        _route,
+        _train_adapt,
+        eval_adapt_verb,
+        _load_test,
+        _soak,
+        _batch,
+    )
     for add in (*verbs, _scale_bench, _time_start, _deploy_space):
         add(sub)
     _train_judge(sub)
     _record(sub)
-    from raqa.cli.parser_pipeline import add_pipeline_verbs  # imports this module's helpers
-
     add_pipeline_verbs(sub)
     return parser
 
@@ -152,55 +99,6 @@ def _record(sub) -> None:
     add_reader_option(record)
     add_model_options(record)
     record.set_defaults(func=command("ask:cmd_record"))
-
-
-def add_server_options(parser: argparse.ArgumentParser, what: str, concurrency: int) -> None:
-    parser.add_argument("--endpoint", help="a model server named in the RAQA_ENDPOINTS file (default: local model)")
-    parser.add_argument("--concurrency", type=int, default=concurrency, help=f"{what} in flight at once (--endpoint)")
-
-
-def _experiment(sub) -> None:
-    experiment = sub.add_parser("experiment", help="rerun one of the paper's experiments and write its JSON")
-    experiment.add_argument("name", choices=list(EXPERIMENTS))
-    experiment.add_argument("--dataset", default="nq", choices=DATASETS)
-    experiment.add_argument(
-        "--limit", type=int, help="questions (recall, Top-K, windows) or windows/questions per kind"
-    )
-    experiment.add_argument("--seed", type=int, default=0)
-    experiment.add_argument("--out", help="folder for the JSON (default assets/results)")
-    experiment.add_argument(
-        "--reader",
-        default="abstain",
-        help="reader_comparison: the readers compared with the base model, comma-separated (a trained reader's "
-        "folder name, base+judge, judge)",
-    )
-    experiment.add_argument("--questions", type=int, default=25, help="reader_comparison: questions per reading order")
-    experiment.add_argument("--unanswerable", type=int, default=30, help="reader_comparison: NQ test questions with "
-                            "no answer in the corpus")  # fmt: skip
-    experiment.add_argument("--window", type=int, default=RunSettings.window, choices=range(1, 11), metavar="1-10",
-                            help="pages per window (the experiments that do not vary it themselves)")  # fmt: skip
-    experiment.add_argument(
-        "--page-order",
-        default=RunSettings.page_order,
-        choices=["best_first", "best_last"],
-        help="pages inside a window, best first or best nearest the question",
-    )
-    add_server_options(experiment, "runs or windows", 1)
-    add_model_options(experiment)
-    experiment.set_defaults(func=command("experiments:cmd_experiment"))
-
-
-def _eval_adapt(sub) -> None:
-    evaluate = sub.add_parser("eval-adapt", help="NR-LLM, AR-LLM, Adapt-LLM (and popularity) on test questions")
-    evaluate.add_argument("--datasets", type=dataset_list, default=["nq", "triviaqa"], help="comma-separated")
-    evaluate.add_argument("--limit", type=int, default=200, help="test questions per dataset (seeded sample)")
-    evaluate.add_argument("--seed", type=int, default=0)
-    evaluate.add_argument("--adapters", default="assets/adapt", help="folder holding adapt/, never/ and always/")
-    evaluate.add_argument("--popqa", help="a PopQA-format TSV (question, possible_answers, s_pop): adds the baseline")
-    evaluate.add_argument("--out", help="folder for the result JSON (default assets/results)")
-    # the adapters were trained on the embedded model, so no other model or adapter is offered here
-    add_corpus_options(evaluate)
-    evaluate.set_defaults(func=command("experiments:cmd_eval_adapt"))
 
 
 def _lora_options(parser: argparse.ArgumentParser, epochs: int) -> None:

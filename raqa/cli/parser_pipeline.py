@@ -1,11 +1,13 @@
 """The grammar of the verbs that join both papers: `pipeline`, `record-pipeline`, `eval-pipeline`, `compare-ret`.
 
-Kept apart from parser.py (which calls add_pipeline_verbs) so that each grammar module stays short.
+Kept apart from parser.py (which calls add_pipeline_verbs) so that each grammar module stays short; the evaluation
+verbs' grammar is parser_eval.py's.
 """
 
 from __future__ import annotations
 
-from raqa.cli.parser import add_corpus_options, add_reader_option, add_server_options, command, dataset_list
+from raqa.cli.options import add_corpus_options, add_reader_option, command
+from raqa.cli.parser_eval import eval_badges_verb, eval_pipeline_verb
 from raqa.config import RunSettings
 
 
@@ -34,26 +36,8 @@ def add_pipeline_verbs(sub) -> None:
     add_reader_option(rec)
     add_corpus_options(rec)
     rec.set_defaults(func=command("pipeline:cmd_record_pipeline"))
-    evaluate = sub.add_parser("eval-pipeline", help="every decision policy and reader, with abstention, on test")
-    evaluate.add_argument("--datasets", type=dataset_list, default=["nq", "triviaqa"], help="comma-separated")
-    evaluate.add_argument("--limit", type=int, default=300, help="test questions per dataset (seeded sample)")
-    evaluate.add_argument("--dev", type=int, default=60, help="dev questions per dataset to choose thresholds on")
-    evaluate.add_argument("--seed", type=int, default=0)
-    evaluate.add_argument("--rows", help="the resumable JSONL of rows (default RAQA_CACHE/eval-pipeline/rows.jsonl)")
-    evaluate.add_argument("--out", help="folder for the result JSON (default assets/results)")
-    add_server_options(evaluate, "test questions", 1)
-    add_corpus_options(evaluate)
-    evaluate.set_defaults(func=command("pipeline:cmd_eval_pipeline"))
-    badges = sub.add_parser("eval-badges", help="the badge per question on test, before and after the support model")
-    badges.add_argument("--datasets", type=dataset_list, default=["nq", "triviaqa"], help="comma-separated")
-    badges.add_argument("--limit", type=int, default=300, help="test questions per dataset (seeded sample)")
-    badges.add_argument("--seed", type=int, default=0)
-    badges.add_argument(
-        "--rows", help="the resumable JSONL of rows (default: beside the record, badges-<datasets>.rows.jsonl)"
-    )
-    badges.add_argument("--out", help="folder for the result JSON (default assets/results)")
-    add_corpus_options(badges)
-    badges.set_defaults(func=command("badges:cmd_eval_badges"))
+    eval_pipeline_verb(sub)
+    eval_badges_verb(sub)
     ret = sub.add_parser("compare-ret", help="is a candidate Adapt-LLM adapter's P(<RET>) more informative?")
     ret.add_argument("--candidate", required=True, help="the candidate adapt adapter's folder")
     ret.add_argument("--baseline", default="assets/adapt/adapt", help="the adapter it is compared with")

@@ -15,8 +15,8 @@ import threading
 import time
 from pathlib import Path
 
+from raqa.cli.options import app_config
 from raqa.cli.output import counter_bar, error, print_human, print_json, say
-from raqa.cli.parser import app_config
 from raqa.config import SettingsError, clean_question
 from raqa.evaluation import records
 from raqa.models.base import ModelError

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 
 from raqa.config import RunSettings
+from raqa.evaluation.call_journal import call_key, remembered
 from raqa.evaluation.fan_out import fan_out
 from raqa.evaluation.metrics import answer_contained, estimate, exact_match, f1
 from raqa.evaluation.positives import PositiveIndex, first_positive_rank, sample_windows
@@ -56,9 +57,13 @@ def recall(
 
 # -- shared scoring of runs ----------------------------------------------------------------------
 def final_or_none(question: str, index: BM25Index, backend, settings: RunSettings, judge=None) -> Final | None:
-    """The run's Final event, or None when it ended in RunFailed."""
-    final = run_to_final(question, index, backend, settings, judge)
-    return final if isinstance(final, Final) else None
+    """The run's Final event, or None when it ended in RunFailed (from the call journal when it holds it)."""
+
+    def make() -> Final | None:
+        final = run_to_final(question, index, backend, settings, judge)
+        return final if isinstance(final, Final) else None
+
+    return remembered(call_key("run", question, (), settings, backend, judge), make)
 
 
 def finals_of(items: Sequence[QAItem], index, backend, settings: RunSettings, judge=None, progress=None) -> list:

@@ -3,8 +3,9 @@
 `calls_at_once(n)` sets how many calls the code inside it may have in flight; `fan_out(fn, items)` is
 `[fn(item) for item in items]`, run up to that many at a time in threads, results in the items' order. Every call
 is independent of the others (a run or a window read from scratch), so a result never depends on n; only the wall
-time does. A fan-out inside a call already fanned out runs its calls one by one (the threads do not inherit the
-setting), so n bounds the calls in flight.
+time does. Each call runs in a copy of the caller's context (so a call journal set around the experiment is seen
+by every call) with calls_at_once(1): a fan-out inside a call already fanned out runs its calls one by one, so n
+bounds the calls in flight.
 
 The default, 1, is what a local model gets: it reads one prompt at a time.
 """
@@ -14,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from contextvars import ContextVar
+from contextvars import ContextVar, copy_context
 from typing import Generic, TypeVar
 
 Item = TypeVar("Item")
@@ -50,8 +51,18 @@ class _InOrder(Generic[Item, Result]):
         if n <= 1:
             yield from map(self.fn, self.items)
             return
+        context = copy_context()
+
+        def call(item: Item) -> Result:
+            return context.copy().run(_one_at_a_time, self.fn, item)
+
         with ThreadPoolExecutor(n, thread_name_prefix="raqa-fan-out") as pool:
-            yield from pool.map(self.fn, self.items)
+            yield from pool.map(call, self.items)
+
+
+def _one_at_a_time(fn: Callable[[Item], Result], item: Item) -> Result:
+    _calls.set(1)
+    return fn(item)
 
 
 def fan_out(

@@ -11,14 +11,12 @@ are made, so an interrupted evaluation resumes where it stopped. Left out here: 
 
 from __future__ import annotations
 
-import json
-import threading
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from raqa.evaluation.fan_out import fan_out
 from raqa.evaluation.metrics import answer_contained, exact_match
 from raqa.evaluation.questions import QAItem
+from raqa.evaluation.rows_file import RowsFile, resumed
 from raqa.reading.events import Final, RunFailed
 from raqa.when_to_retrieve.pipeline import ClosedBookAnswered, PipelineEnded, pipeline
 
@@ -84,21 +82,6 @@ def question_row(
     return row
 
 
-def done_keys(path: Path, settings_key: str) -> dict[tuple[str, str, str], dict]:
-    """The rows already in the file for these settings, by (dataset, split, id); other settings' rows are ignored."""
-    rows = {}
-    if not path.is_file():
-        return rows
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError:
-            continue  # a line cut by an interruption
-        if row.get("settings_key") == settings_key:
-            rows[(row["dataset"], row["split"], row["id"])] = row
-    return rows
-
-
 def make_rows(
     work: Iterable[tuple[str, str, QAItem]],
     path: Path,
@@ -108,26 +91,8 @@ def make_rows(
 ) -> list[dict]:
     """Every row of the work list (dataset, split, item), from the file where it is there, else made (up to
     fan_out.calls_at_once at a time) and appended as soon as it is made; the rows in the work list's order."""
-    work = list(work)
-    have = done_keys(path, settings_key)
-    todo = [w for w in work if (w[0], w[1], w[2].id) not in have]
-    for _ in range(len(work) - len(todo)):
-        progress()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    written = threading.Lock()
-    with path.open("a", encoding="utf-8") as out:
-
-        def made(w: tuple[str, str, QAItem]) -> dict:
-            row = {**make(*w), "settings_key": settings_key}
-            with written:  # one line at a time, whole, as each row is made (an interrupted run keeps them)
-                out.write(json.dumps(row, ensure_ascii=False) + "\n")
-                out.flush()
-                progress()
-            return row
-
-        for (dataset, split, item), row in zip(todo, fan_out(made, todo), strict=True):
-            have[(dataset, split, item.id)] = row
-    return [have[(dataset, split, item.id)] for dataset, split, item in work]
+    rows = RowsFile(path, settings_key, lambda row: (row["dataset"], row["split"], row["id"]))
+    return resumed(work, rows, lambda w: (w[0], w[1], w[2].id), lambda w: make(*w), progress)
 
 
 def dev_row(item: QAItem, dataset: str, answer_closed_book: Callable) -> dict:

@@ -15,15 +15,18 @@ from __future__ import annotations
 
 import shlex
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 from raqa.config import RunSettings, SpeedOptions
-from raqa.evaluation import attribution_eval, experiments, reader_comparison, reading_defaults, records
+from raqa.evaluation import attribution_eval, call_journal, experiments, reader_comparison, reading_defaults, records
 from raqa.evaluation.fan_out import calls_at_once
 from raqa.evaluation.positives import PositiveIndex
 from raqa.evaluation.questions import QAItem, load_questions
 from raqa.models.endpoints_file import READER_PREFIX
+from raqa.retrieval.corpus import page_lookup
 
 Progress = Callable[[Iterable], Iterable]
 
@@ -218,6 +221,27 @@ def served_by(service, endpoint: str):
     return replace(service, backend=servers[endpoint])
 
 
+def journal_key(service, experiment: Experiment) -> str:
+    """What the journal's calls share and their keys do not say: the model (or server) and its weights, the
+    corpus, the answer judge. A journal of other settings is left alone (its rows are not this run's)."""
+    backend = service.backend
+    served = hasattr(backend, "provenance")  # a server: its name in RAQA_ENDPOINTS and the model it is asked for
+    model = f"server {backend.name} ({backend.config.model})" if served else getattr(backend, "name", None)
+    weights = None if served else service.config.speed.weights
+    judge = service.judge_loader is not None or service.judge is not None
+    return f"{experiment.name} | {model} | weights {weights} | {service.corpus_label} ({len(service.pages)} pages) " \
+           f"| judge {judge}"  # fmt: skip
+
+
+@contextmanager
+def _journaled(journal, service) -> Iterator[None]:
+    if journal is None:
+        yield
+        return
+    with call_journal.journaled(journal, page_lookup(service.pages)):
+        yield
+
+
 def weights_option(weights: str) -> str:
     """The --weights option a record's command needs to be rerun: none for the default."""
     return "" if weights == SpeedOptions.weights else f" --weights {weights}"
@@ -231,14 +255,20 @@ def run(
     limit: int,
     options: Options,
     progress: Progress,
+    rows: Path | None = None,
 ) -> Run:
-    """Run the experiment and say what made it; the runner's SettingsError, ModelError, QuestionsError pass."""
+    """Run the experiment and say what made it; the runner's SettingsError, ModelError, QuestionsError pass.
+
+    rows: the call journal (call_journal.py): its model calls are read from there when it holds them, and the others
+    appended as they are made, so an interrupted run resumes and a rerun recomputes the record from the rows."""
     if "reader" in experiment.options:  # loaded (or refused, naming the readers) before the clock starts
         for name in options.reader.split(","):
             service.reading(name, RunSettings())
     base = RunSettings(window=options.window, page_order=options.page_order)  # every experiment's windows
     inputs = Inputs(service, pool, PositiveIndex(service.pages), limit, options, progress, base)
-    with calls_at_once(options.concurrency):
+    journal = call_journal.rows_file(rows, journal_key(service, experiment)) if rows else None
+    resumed_from = len(journal.rows) if journal else 0
+    with calls_at_once(options.concurrency), _journaled(journal, service):
         results, seconds = records.timed(experiment.runner, inputs)
     local = experiment.needs_model and options.endpoint is None  # read by the local model, in these weights
     weights = service.config.speed.weights if local else None
@@ -252,6 +282,9 @@ def run(
         "settings": experiments.settings_record(inputs.base),
         "seconds": round(seconds, 1),
     }
+    if journal is not None:
+        # seconds is this invocation's time: calls resumed from the file were made by an earlier one
+        about["rows"] = {"file": rows.name, "calls": len(journal.rows), "in_file_before": resumed_from}
     if experiment.needs_model and not local:
         served = getattr(service.backend, "provenance", lambda: {"endpoint": options.endpoint})
         about["server"] = {**served(), "concurrency": options.concurrency}

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from raqa.config import RunSettings
+from raqa.evaluation.call_journal import call_key, remembered
 from raqa.evaluation.fan_out import fan_out
 from raqa.evaluation.metrics import answer_contained, auc, estimate, exact_match
 from raqa.evaluation.questions import QAItem
@@ -48,9 +49,15 @@ def _judge_p(v: WindowVerdict) -> float | None:
     return v.judge[v.judge_best].p_answer if v.judge else None
 
 
+def read_window(question: str, window, backend, settings: RunSettings, judge=None) -> WindowVerdict:
+    """engine.window_verdict, from the call journal when it holds it (call_journal.py)."""
+    key = call_key("window", question, [h.page.id for h in window], settings, backend, judge)
+    return remembered(key, lambda: window_verdict(question, window, backend, settings, judge))
+
+
 def score_windows(negative, positive, backend, settings: RunSettings, judge=None) -> dict:
     """One reader on fixed negative and positive windows: false answers, exact match, the badge, P(answer)."""
-    verdicts = fan_out(lambda iw: (iw[0], window_verdict(iw[0].question, iw[1], backend, settings, judge)),
+    verdicts = fan_out(lambda iw: (iw[0], read_window(iw[0].question, iw[1], backend, settings, judge)),
                        [*negative, *positive])  # fmt: skip
     on_negative, on_positive = verdicts[: len(negative)], verdicts[len(negative) :]
     answers = [v.reply.answer if _answered(v) else None for _, v in on_positive]

@@ -10,7 +10,8 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -172,3 +173,18 @@ def fingerprint(pages: list[Page]) -> str:
             digest.update(part.encode("utf-8", "surrogatepass"))
             digest.update(b"\x00")
     return digest.hexdigest()[:16]
+
+
+def page_lookup(pages: Sequence[Page]) -> Callable[[str], Page | None]:
+    """page id -> Page, the dictionary built on first use (replays and resumed rows need the pages' texts)."""
+    by_id: dict[str, Page] = {}
+    built = threading.Lock()
+
+    def page_of(page_id: str) -> Page | None:
+        if not by_id:
+            with built:
+                if not by_id:
+                    by_id.update((p.id, p) for p in pages)
+        return by_id.get(page_id)
+
+    return page_of

@@ -19,6 +19,7 @@ from raqa.config import RunSettings, SettingsError, validate_settings
 from raqa.evaluation.recordings import RECORDINGS_DIR, Form, Recording, find, load_recordings, read_recording, stale
 from raqa.models.base import ModelError
 from raqa.reading.events import Final, ReplyDelta, RunFailed, WindowVerdict, from_json, to_json
+from raqa.retrieval import corpus
 from raqa.service import Service
 from raqa.web.compare import CHOOSE, NOTHING, Choice, differences_html, variant
 from raqa.web.figures_run import message_figure, safe, score_by_rank, token_meter
@@ -216,12 +217,5 @@ def usable_recordings(service: Service, folder: Path = RECORDINGS_DIR, read=read
 
 
 def page_lookup(service: Service):
-    """page id -> Page, the dictionary built on first use (a replay needs the pages' texts; a live run does not)."""
-    by_id: dict = {}
-
-    def page_of(page_id: str):
-        if not by_id:
-            by_id.update((p.id, p) for p in service.pages)
-        return by_id.get(page_id)
-
-    return page_of
+    """page id -> Page for the service's corpus (a replay needs the pages' texts; a live run does not)."""
+    return corpus.page_lookup(service.pages)
