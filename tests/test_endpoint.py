@@ -389,6 +389,8 @@ def test_the_endpoints_file_is_the_one_config_names(tmp_path, monkeypatch):
         ([{**GOOD, "timeout_s": 0}], "field 'timeout_s' must be a number of seconds above 0"),
         ([{**GOOD, "backoff_s": "1"}], "field 'backoff_s' must be a number of seconds 0 or more"),
         ([{**GOOD, "retries": True}], "field 'retries' must be a whole number of 0 or more"),
+        ([{**GOOD, "concurrency": 0}], "field 'concurrency' must be a whole number of 1 or more, got 0"),
+        ([{**GOOD, "concurrency": 65}], "field 'concurrency' must be at most 64, got 65"),
         ([GOOD, {**GOOD, "model": "other"}], "endpoint 2: the name 'Llama 3.1 8B (vLLM)' is used twice"),
     ],
 )

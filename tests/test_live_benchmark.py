@@ -60,3 +60,42 @@ def test_the_tab_streams_progress_rows_and_a_csv(service) -> None:
     download = outputs[-1][3]
     path = download.value if isinstance(download.value, str) else download.value["path"]
     assert path.endswith(".csv") and open(path, encoding="utf-8").read().count("\n") == 4  # header and 3 rows
+
+
+def test_a_server_reads_as_many_questions_at_once_as_its_entry_allows(tmp_path, tiny_pages) -> None:
+    import threading
+    import time
+
+    from raqa.models.endpoint import EndpointConfig
+    from raqa.reading.readers import Reader
+
+    class Server(ScriptedBackend):
+        name, now, most = "Srv", 0, 0
+        config = EndpointConfig("Srv", "http://127.0.0.1:9/v1", "m", concurrency=3)
+        lock = threading.Lock()
+
+        def reply(self, messages, plan=None, threshold=0.5, max_new_tokens=64):
+            with self.lock:
+                Server.now += 1
+                Server.most = max(Server.most, Server.now)
+            time.sleep(0.03)
+            with self.lock:
+                Server.now -= 1
+            yield from super().reply(messages, plan, threshold, max_new_tokens)
+
+    server = Server(lambda m: "NOT FOUND\nREASON: no.")
+    service = Service(AppConfig(cache_dir=tmp_path), tiny_pages, BM25Index.build(tiny_pages), None, "tiny", {})
+    service.readers = {"endpoint:Srv": Reader("endpoint:Srv", "Srv", None)}
+    service.loaded["endpoint:Srv"] = server
+    items = [QAItem(str(n), f"Who founded the town number {n} of Zzyzx?", ("Curtis Springer",)) for n in range(7)]
+    form = (*FORM[:-1], "endpoint:Srv")
+    rows = list(run_benchmark(service, items, form))
+    assert [r.question for r in rows] == [i.question for i in items]  # in order, whichever finished first
+    assert Server.most == 3
+    whole = len(server.requests)  # every question reads all its windows: they all decline
+    stopped = run_benchmark(service, items, form)
+    next(stopped)
+    stopped.close()  # the visitor's Stop: the calls in flight end, the questions not yet started are never sent
+    asked = len(server.requests) - whole
+    time.sleep(0.2)
+    assert len(server.requests) - whole == asked < whole  # nothing sent after the stop; not every question was read

@@ -1,21 +1,26 @@
 """`eval-badges`: the badge measured per question on NQ-open and TriviaQA test, before and after the support model.
 
 Runs each question with the page's defaults under both badge rules (evaluation/badges.py), one row per question in
-a resumable JSONL, and writes `assets/results/badges-<datasets>.json` with `per_question` figures per dataset.
+a resumable JSONL, and writes `assets/results/badges-<datasets>.json` with `per_question` figures per dataset. With
+`--endpoint NAME --concurrency N` the model's replies come from a model server, N questions at once; the answer judge
+and the support model stay local.
 """
 
 from __future__ import annotations
 
 import argparse
 import random
+import shlex
 import time
 from pathlib import Path
 
-from tqdm import tqdm
-
+from raqa.cli.experiments import run_concurrency
 from raqa.cli.options import app_config
-from raqa.cli.output import error, say
+from raqa.cli.output import counter_bar, error, say
 from raqa.evaluation import records
+from raqa.evaluation.fan_out import calls_at_once
+from raqa.evaluation.recordings import slug
+from raqa.evaluation.registry import served_by, server_about
 from raqa.models.base import ModelError
 from raqa.retrieval.corpus import CorpusError
 
@@ -38,6 +43,8 @@ def cmd_eval_badges(args: argparse.Namespace) -> int:
         # rerunning with the limit it reached (every row is already there)
         tests = {d: shuffled(load_questions(d, "test"), args.seed)[: args.limit] for d in args.datasets}
         service = Service.load(app_config(args), progress=say)
+        service = served_by(service, args.endpoint) if args.endpoint else service  # the model's replies; judge local
+        concurrency = run_concurrency(args, service)
         reader, backend, base, judge = service.reading(None, RunSettings())
         if judge is None or judge.support is None:
             raise ModelError("eval-badges needs the answer judge with its support model (assets/judge/support.json).")
@@ -46,12 +53,16 @@ def cmd_eval_badges(args: argparse.Namespace) -> int:
     start = time.perf_counter()
     out_dir = Path(args.out) if args.out else records.RESULTS_DIR
     # the rows are committed beside the record, so the figures recompute from them and a rerun resumes them
-    rows_path = Path(args.rows) if args.rows else out_dir / f"badges-{'+'.join(args.datasets)}.rows.jsonl"
+    label = "+".join(args.datasets) + (f"-{slug(args.endpoint)}" if args.endpoint else "")
+    rows_path = Path(args.rows) if args.rows else out_dir / f"badges-{label}.rows.jsonl"
     # interleaved, so a run stopped early still covers every dataset evenly
     items = [(d, tests[d][i]) for i in range(args.limit) for d in args.datasets if i < len(tests[d])]
-    rows = run_rows(items, service.index, backend, judge, base, PositiveIndex(service.pages), rows_path,
-                    lambda work: tqdm(work, desc="eval-badges (questions left)", unit="q"))  # fmt: skip
+    with counter_bar("eval-badges", len(items)) as bar, calls_at_once(concurrency):
+        rows = run_rows(items, service.index, backend, judge, base, PositiveIndex(service.pages), rows_path,
+                        lambda: bar.update(1))  # fmt: skip
     command = f"python -m raqa eval-badges --datasets {','.join(args.datasets)} --limit {args.limit} --seed {args.seed}"
+    if args.endpoint:
+        command += f" --endpoint {shlex.quote(args.endpoint)} --concurrency {concurrency}"
     about = {
         "command": command,
         "sample": {"split": "test", "limit": args.limit, "seed": args.seed, "questions": len(rows)},
@@ -66,6 +77,8 @@ def cmd_eval_badges(args: argparse.Namespace) -> int:
         "rows": rows_path.name,
         "seconds": round(time.perf_counter() - start, 1),
     }  # fmt: skip
-    path = records.write("badges", "+".join(args.datasets), score(rows), about, out_dir)
+    if args.endpoint:
+        about["server"] = server_about(backend, args.endpoint, concurrency, "the model's replies; the judge: local")
+    path = records.write("badges", label, score(rows), about, out_dir)
     say(f"wrote {path}")
     return 0

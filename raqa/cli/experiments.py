@@ -14,7 +14,7 @@ from raqa.cli.options import app_config
 from raqa.cli.output import counter_bar, error, progress_bar, say
 from raqa.config import SpeedOptions
 from raqa.evaluation import records, registry
-from raqa.evaluation.fan_out import MAX_CALLS
+from raqa.evaluation.fan_out import MAX_CALLS, calls_at_once
 from raqa.evaluation.recordings import slug
 from raqa.models.base import ModelError
 from raqa.retrieval.corpus import CorpusError
@@ -95,9 +95,11 @@ def _check_served(service, readers: str) -> None:
 
 def cmd_eval_adapt(args: argparse.Namespace) -> int:
     from raqa.evaluation.questions import QuestionsError, load_questions
+    from raqa.evaluation.when_to_retrieve import adapt_rows
     from raqa.service import Service
     from raqa.when_to_retrieve.model import adapter_dirs, load_adapt_model
     from raqa.when_to_retrieve.popularity import PopularityError, load_popqa
+    from raqa.when_to_retrieve.served import ServedBaselines
 
     try:
         if args.limit < 1:
@@ -106,6 +108,8 @@ def cmd_eval_adapt(args: argparse.Namespace) -> int:
         popqa = load_popqa(args.popqa, args.limit) if args.popqa else None
         folders = adapter_dirs(Path(args.adapters))
         service = Service.load(app_config(args), progress=say, load_model=False)
+        server = registry.served_by(service, args.endpoint).backend if args.endpoint else None
+        concurrency = run_concurrency(args, service)
         model = load_adapt_model(service.config.cache_dir, Path(args.adapters), say)
     except (ValueError, QuestionsError, PopularityError, CorpusError, ModelError) as e:
         return error(e)
@@ -114,9 +118,18 @@ def cmd_eval_adapt(args: argparse.Namespace) -> int:
         f"--adapters {args.adapters}" + (f" --popqa {args.popqa}" if args.popqa else "")
     )
     about = {"command": command, "limit": args.limit, "seed": args.seed, "adapters": args.adapters}
-    run = registry.when_to_retrieve(sets, popqa, model, service.top_page, folders, service, about, counter_bar)
-    dataset_label = "+".join(args.datasets) + ("+popqa" if popqa else "")
-    path = records.write("when_to_retrieve", dataset_label, run.results, run.about, _out_dir(args))
+    if server is not None:  # never and always retrieve: the served model; Adapt-LLM: the local adapter
+        model = ServedBaselines(model, server)
+        about["command"] += f" --endpoint {shlex.quote(args.endpoint)} --concurrency {concurrency}"
+        reads = "never and always retrieve (the served model, no adapter); Adapt-LLM: the local adapter"
+        about["server"] = registry.server_about(server, args.endpoint, concurrency, reads)
+    key = f"eval-adapt | {model.name} | adapters {args.adapters} | {service.corpus_label} ({len(service.pages)} pages)"
+    rows_path = Path(args.rows) if args.rows else service.config.cache_dir / "eval-adapt" / "rows.jsonl"
+    with calls_at_once(concurrency):
+        run = registry.when_to_retrieve(sets, popqa, model, service.top_page, folders, service, about, counter_bar,
+                                        adapt_rows(rows_path, key))  # fmt: skip
+    label = "+".join(args.datasets) + ("+popqa" if popqa else "") + (f"-{slug(args.endpoint)}" if server else "")
+    path = records.write("when_to_retrieve", label, run.results, run.about, _out_dir(args))
     for dataset, summary in run.results["datasets"].items():
         line = {p: round(v["accuracy"]["value"], 3) for p, v in summary["policies"].items()}
         say(f"{dataset} (n={summary['n']}): accuracy {line}, <RET> rate {summary['ret_rate']['value']:.1%}")

@@ -103,7 +103,7 @@ def cmd_eval_pipeline(args: argparse.Namespace) -> int:
     from raqa.evaluation.pipeline_rows import READERS, dev_row, interleave, make_rows, question_row
     from raqa.evaluation.positives import PositiveIndex
     from raqa.evaluation.questions import QuestionsError, load_questions
-    from raqa.evaluation.registry import served_by
+    from raqa.evaluation.registry import served_by, server_about
     from raqa.service import Service
     from raqa.when_to_retrieve.uncertainty import closed_book
 
@@ -167,8 +167,8 @@ def cmd_eval_pipeline(args: argparse.Namespace) -> int:
         "seconds": round(time.perf_counter() - start, 1),
     }  # fmt: skip
     if args.endpoint:
-        served = getattr(service.backend, "provenance", lambda: {"endpoint": args.endpoint})
-        about["server"] = {**served(), "concurrency": concurrency, "reads": "the readers' windows; closed-book: local"}
+        reads = "the readers' windows; closed-book: local"
+        about["server"] = server_about(service.backend, args.endpoint, concurrency, reads)
     path = records.write("pipeline", "+".join(args.datasets), results, about, Path(args.out) if args.out else
                          records.RESULTS_DIR)  # fmt: skip
     say(f"wrote {path}")

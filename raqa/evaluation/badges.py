@@ -18,13 +18,15 @@ exact match as a reader on answer-bearing pages. Left out here: the command line
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator, Sequence
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from raqa.config import RunSettings
 from raqa.evaluation.metrics import answer_contained, auc, exact_match, wilson
 from raqa.evaluation.positives import PositiveIndex
 from raqa.evaluation.questions import QAItem
+from raqa.evaluation.rows_file import RowsFile, resumed
 from raqa.models.base import Backend, Messages
 from raqa.reading.engine import run
 from raqa.reading.events import Final, RunFailed, WindowVerdict
@@ -58,9 +60,10 @@ class SharedReplies(Backend):
 class RuleJudge:
     """The loaded judge under one badge rule: its readings of a question's pages are read once and shared."""
 
-    def __init__(self, judge: AnswerJudge, support, readings: dict):
+    def __init__(self, judge: AnswerJudge, support, readings: dict, lock: threading.Lock | None = None):
         self.judge, self.support, self.readings = judge, support, readings
         self.threshold, self.card = judge.threshold, judge.card
+        self._lock = lock or threading.Lock()
 
     def gate(self, window: int) -> float:
         return (
@@ -70,16 +73,18 @@ class RuleJudge:
         )
 
     def read(self, question, pages):
-        return self.judge.read(question, pages)
+        with self._lock:
+            return self.judge.read(question, pages)
 
     def read_ranked(self, question, hits):
         from raqa.reading.support import with_support
 
         key = (question, tuple(h.page.id for h in hits))
-        if key not in self.readings:
-            self.readings[key] = self.judge.read(question, hits)
-        plain = self.readings[key]
-        return plain if self.support is None else list(with_support(question, hits, plain, self.support))
+        with self._lock:
+            if key not in self.readings:
+                self.readings[key] = self.judge.read(question, hits)
+            plain = self.readings[key]
+            return plain if self.support is None else list(with_support(question, hits, plain, self.support))
 
 
 def rule_settings(base: RunSettings, judge: RuleJudge) -> RunSettings:
@@ -121,26 +126,20 @@ def question_row(item: QAItem, dataset: str, index: BM25Index, backend: SharedRe
 
 
 def run_rows(items: Sequence[tuple[str, QAItem]], index, backend: Backend, judge: AnswerJudge, base: RunSettings,
-             positives: PositiveIndex, rows_path: Path, progress: Callable[[Iterable], Iterable] = iter) -> list[dict]:  # fmt: skip
-    """Every question's row, resuming from rows_path (rows already there are kept, the rest appended)."""
-    done = {}
-    if rows_path.is_file():
-        for line in rows_path.read_text().splitlines():
-            if line.strip():
-                row = json.loads(line)
-                done[row["id"]] = row
-    readings: dict = {}
-    judges = {"before": RuleJudge(judge, None, readings), "after": RuleJudge(judge, judge.support, readings)}
-    rows_path.parent.mkdir(parents=True, exist_ok=True)
-    with rows_path.open("a") as out:
-        for dataset, item in progress([(d, i) for d, i in items if i.id not in done]):
-            shared = SharedReplies(backend)
-            readings.clear()
-            row = question_row(item, dataset, index, shared, judges, base, positives)
-            out.write(json.dumps(row, ensure_ascii=False) + "\n")
-            out.flush()
-            done[item.id] = row
-    return [done[item.id] for _, item in items if item.id in done]
+             positives: PositiveIndex, rows_path: Path, progress: Callable[[], None] = lambda: None) -> list[dict]:  # fmt: skip
+    """Every question's row, resuming from rows_path (rows already there are kept, the rest appended as each is
+    made, fan_out.calls_at_once questions at a time); in the items' order. progress() is called once per row."""
+    judge_lock = threading.Lock()  # the judge reads one question's pages at a time, whoever asks
+
+    def make(work: tuple[str, QAItem]) -> dict:
+        dataset, item = work
+        readings: dict = {}  # this question's page readings, shared by both rules
+        judges = {"before": RuleJudge(judge, None, readings, judge_lock),
+                  "after": RuleJudge(judge, judge.support, readings, judge_lock)}  # fmt: skip
+        return question_row(item, dataset, index, SharedReplies(backend), judges, base, positives)
+
+    rows = RowsFile(rows_path, None, lambda row: row["id"])  # the file is named after its settings
+    return resumed(items, rows, lambda work: work[1].id, make, progress)
 
 
 def _share(flags: Sequence[bool]) -> dict:

@@ -38,16 +38,18 @@ def calls_at_once(n: int) -> Iterator[None]:
 
 
 class _InOrder(Generic[Item, Result]):
-    """fn over items as a sized iterable (so a progress bar knows its length), up to calls_at_once at a time."""
+    """fn over items as a sized iterable (so a progress bar knows its length), up to width (default:
+    calls_at_once) at a time, in the items' order. Closed early (a visitor's Stop) or failed, it waits only for the
+    calls in flight; the ones not started are dropped."""
 
-    def __init__(self, fn: Callable[[Item], Result], items: Sequence[Item]):
-        self.fn, self.items = fn, items
+    def __init__(self, fn: Callable[[Item], Result], items: Sequence[Item], width: int | None = None):
+        self.fn, self.items, self.width = fn, items, width
 
     def __len__(self) -> int:
         return len(self.items)
 
     def __iter__(self) -> Iterator[Result]:
-        n = min(_calls.get(), len(self.items))
+        n = min(self.width or _calls.get(), len(self.items))
         if n <= 1:
             yield from map(self.fn, self.items)
             return
@@ -56,8 +58,11 @@ class _InOrder(Generic[Item, Result]):
         def call(item: Item) -> Result:
             return context.copy().run(_one_at_a_time, self.fn, item)
 
-        with ThreadPoolExecutor(n, thread_name_prefix="raqa-fan-out") as pool:
+        pool = ThreadPoolExecutor(n, thread_name_prefix="raqa-fan-out")
+        try:
             yield from pool.map(call, self.items)
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _one_at_a_time(fn: Callable[[Item], Result], item: Item) -> Result:
@@ -73,3 +78,11 @@ def fan_out(
     """[fn(item) for item in items], up to calls_at_once at a time; the first exception raised is raised here."""
     work = _InOrder(fn, list(items))
     return list(progress(work) if progress is not None else work)
+
+
+def streamed(fn: Callable[[Item], Result], items: Iterable[Item], width: int) -> Iterator[Result]:
+    """fn(item) for each item, yielded in the items' order as soon as it and those before it are done, up to width
+    calls at a time (a generator a page streams: closing it stops the calls not yet started)."""
+    if not isinstance(width, int) or not 1 <= width <= MAX_CALLS:
+        raise ValueError(f"The width must be a whole number from 1 to {MAX_CALLS}, got {width!r}.")
+    return iter(_InOrder(fn, list(items), width))

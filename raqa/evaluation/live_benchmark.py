@@ -14,6 +14,7 @@ import io
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
+from raqa.evaluation.fan_out import streamed
 from raqa.evaluation.metrics import exact_match, is_positive
 from raqa.evaluation.questions import load_questions
 from raqa.reading.events import Final, Retrieved, RunFailed
@@ -43,26 +44,32 @@ def benchmark_questions(dataset: str, n: int, seed: int = 0):
 
 
 def run_benchmark(service, items, form: Sequence) -> Iterator[BenchmarkRow]:
-    """One row per question, in order, as each run ends (form: Service.plan's arguments after the question)."""
-    for item in items:
-        hits, final = (), None
-        for event in service.events(service.plan(item.question, *form)):
-            if isinstance(event, Retrieved):
-                hits = event.hits
-            elif isinstance(event, (Final, RunFailed)):
-                final = event
-        done = final if isinstance(final, Final) else None
-        answer = done.answer if done and done.answer is not None else ""
-        yield BenchmarkRow(
-            item.question,
-            " | ".join(item.answers[:3]),
-            answer,
-            bool(answer) and exact_match(answer, item.answers),
-            any(is_positive(h.page.text, item.answers) for h in hits),
-            done.windows_read if done else 0,
-            (done.prompt_tokens + done.completion_tokens) if done else 0,
-            done.seconds if done else 0.0,
-        )
+    """One row per question, in order, as each run ends (form: Service.plan's arguments after the question). A model
+    server reads as many questions at once as its endpoint entry's concurrency; the local model one at a time."""
+    backend = service.plan(items[0].question, *form).backend if items else None
+    width = getattr(getattr(backend, "config", None), "concurrency", 1)
+    return streamed(lambda item: _row(service, item, form), items, width)
+
+
+def _row(service, item, form: Sequence) -> BenchmarkRow:
+    hits, final = (), None
+    for event in service.events(service.plan(item.question, *form)):
+        if isinstance(event, Retrieved):
+            hits = event.hits
+        elif isinstance(event, (Final, RunFailed)):
+            final = event
+    done = final if isinstance(final, Final) else None
+    answer = done.answer if done and done.answer is not None else ""
+    return BenchmarkRow(
+        item.question,
+        " | ".join(item.answers[:3]),
+        answer,
+        bool(answer) and exact_match(answer, item.answers),
+        any(is_positive(h.page.text, item.answers) for h in hits),
+        done.windows_read if done else 0,
+        (done.prompt_tokens + done.completion_tokens) if done else 0,
+        done.seconds if done else 0.0,
+    )
 
 
 def summarise(rows: Sequence[BenchmarkRow]) -> dict:

@@ -242,6 +242,13 @@ def _journaled(journal, service) -> Iterator[None]:
         yield
 
 
+def server_about(backend, endpoint: str, concurrency: int, reads: str | None = None) -> dict:
+    """What a record says of the server that read for it: its provenance (EndpointBackend.provenance: the model
+    asked for and reported, fingerprint, sampling), the concurrency, and what it read when not everything."""
+    served = getattr(backend, "provenance", lambda: {"endpoint": endpoint})
+    return {**served(), "concurrency": concurrency, **({"reads": reads} if reads else {})}
+
+
 def weights_option(weights: str) -> str:
     """The --weights option a record's command needs to be rerun: none for the default."""
     return "" if weights == SpeedOptions.weights else f" --weights {weights}"
@@ -286,8 +293,7 @@ def run(
         # seconds is this invocation's time: calls resumed from the file were made by an earlier one
         about["rows"] = {"file": rows.name, "calls": len(journal.rows), "in_file_before": resumed_from}
     if experiment.needs_model and not local:
-        served = getattr(service.backend, "provenance", lambda: {"endpoint": options.endpoint})
-        about["server"] = {**served(), "concurrency": options.concurrency}
+        about["server"] = server_about(service.backend, options.endpoint, options.concurrency)
     return Run(results, about, seconds)
 
 
@@ -301,11 +307,13 @@ def when_to_retrieve(
     service,
     about: dict,
     bar: Callable[[str, int], object],
+    rows=None,
 ) -> Run:
     """NR-LLM, AR-LLM and Adapt-LLM on each question set, and the popularity baseline on PopQA if given.
 
-    about: the command and its sample (command, limit, seed, adapters); bar(label, total) is a context manager
-    with update(n), e.g. a tqdm bar.
+    about: the command and its sample (command, limit, seed, adapters, and server when the baselines are served);
+    bar(label, total) is a context manager with update(n), e.g. a tqdm bar; rows: the resumable rows
+    (when_to_retrieve.adapt_rows), the questions already there are not asked again.
     """
     from raqa.evaluation.when_to_retrieve import evaluate, popularity_baseline, summarise
     from raqa.when_to_retrieve.model import adapter_card
@@ -314,12 +322,12 @@ def when_to_retrieve(
     results: dict = {"datasets": {}, "rows": {}}
     for dataset, items in sets.items():
         with bar(f"eval-adapt {dataset}", len(items)) as shown:
-            rows = evaluate(items, model, search, lambda row, shown=shown: shown.update(1))
-        results["datasets"][dataset] = summarise(rows)
-        results["rows"][dataset] = rows
+            made = evaluate(items, model, search, lambda shown=shown: shown.update(1), rows, dataset)
+        results["datasets"][dataset] = summarise(made)
+        results["rows"][dataset] = made
     if popqa:
         with bar("eval-adapt popqa", len(popqa)) as shown:
-            pop = popularity_baseline(popqa, model, search, about["seed"], lambda row: shown.update(1))
+            pop = popularity_baseline(popqa, model, search, about["seed"], lambda: shown.update(1), rows)
         results["datasets"]["popqa"] = {**pop["summary"], "threshold": pop["threshold"], "dev_n": pop["dev_n"]}
         results["rows"]["popqa"] = pop["rows"]
     seconds = time.perf_counter() - start
@@ -336,4 +344,6 @@ def when_to_retrieve(
         "settings": {"retrieval": "BM25 top 1 page, cut to 160 tokens", "decoding": "greedy, at most 32 tokens"},
         "seconds": round(seconds, 1),
     }
+    if "server" in about:  # never and always retrieve answered by the served model, Adapt-LLM by the local adapter
+        provenance["server"] = about["server"]
     return Run(results, provenance, seconds)

@@ -4,8 +4,8 @@ Every row carries a `settings_key` naming what made it (model or server, corpus,
 several settings, and a run only sees its own. Rows are appended whole, one line at a time under a lock, and flushed
 as soon as they are made, so a run stopped at any point keeps every finished row; a line cut by the stop is skipped
 when the file is read again. `resumed` makes the rows of a work list that are missing (fan_out.calls_at_once at a
-time) and returns all of them in the work list's order. Used by eval-pipeline, eval-adapt and, through
-call_journal.py, by every experiment.
+time) and returns all of them in the work list's order. Used by eval-pipeline, eval-adapt, eval-badges
+and, through call_journal.py, by every experiment.
 """
 
 from __future__ import annotations
@@ -22,19 +22,21 @@ Work = TypeVar("Work")
 
 
 class RowsFile:
-    """The rows of one settings_key in a JSONL file, by key; add() appends a row (thread-safe)."""
+    """The rows of one settings_key in a JSONL file, by key; add() appends a row (thread-safe). With no path the
+    rows are kept in memory only (a run that was not asked to be resumable); with settings_key None every row of
+    the file is this run's (a file named after its settings) and rows carry no key."""
 
-    def __init__(self, path: Path, settings_key: str, key_of: Callable[[dict], Hashable]):
-        self.path, self.settings_key, self.key_of = Path(path), settings_key, key_of
+    def __init__(self, path: Path | None, settings_key: str | None, key_of: Callable[[dict], Hashable]):
+        self.path, self.settings_key, self.key_of = path and Path(path), settings_key, key_of
         self.rows: dict[Hashable, dict] = {}
         self._lock = threading.Lock()
-        if self.path.is_file():
+        if self.path is not None and self.path.is_file():
             for line in self.path.read_text(encoding="utf-8").splitlines():
                 try:
                     row = json.loads(line)
                 except json.JSONDecodeError:
                     continue  # a line cut by an interruption
-                if isinstance(row, dict) and row.get("settings_key") == settings_key:
+                if isinstance(row, dict) and (settings_key is None or row.get("settings_key") == settings_key):
                     self.rows[key_of(row)] = row
 
     def get(self, key: Hashable) -> dict | None:
@@ -42,12 +44,13 @@ class RowsFile:
 
     def add(self, row: dict) -> dict:
         """The row with this file's settings_key, appended and flushed whole, and kept by its key."""
-        row = {**row, "settings_key": self.settings_key}
+        row = row if self.settings_key is None else {**row, "settings_key": self.settings_key}
         line = json.dumps(row, ensure_ascii=False) + "\n"
         with self._lock:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.path.open("a", encoding="utf-8") as out:
-                out.write(line)
+            if self.path is not None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                with self.path.open("a", encoding="utf-8") as out:
+                    out.write(line)
             self.rows[self.key_of(row)] = row
         return row
 

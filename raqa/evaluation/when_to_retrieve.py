@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 
 from raqa.evaluation.metrics import answer_contained, exact_match, mean_interval, proportion
 from raqa.evaluation.questions import QAItem
+from raqa.evaluation.rows_file import RowsFile, resumed
 from raqa.when_to_retrieve.policies import (
     Answer,
     Decision,
@@ -218,16 +220,25 @@ def summarise(rows: Sequence[dict]) -> dict:
     }
 
 
-def evaluate(items: Iterable[QAItem], model, search: Callable, progress: Callable[[dict], None] = lambda row: None):
-    rows = []
-    for item in items:
-        rows.append(evaluate_question(item, model, search))
-        progress(rows[-1])
-    return rows
+def adapt_rows(path: Path | None, settings_key: str) -> RowsFile:
+    """eval-adapt's resumable rows (None: in memory), by (group, question id); group: the dataset, popqa-dev/-test."""
+    return RowsFile(path, settings_key, lambda row: (row["group"], row["id"]))
+
+
+def evaluate(items: Iterable[QAItem], model, search: Callable, progress: Callable[[], None] = lambda: None,
+             rows: RowsFile | None = None, group: str = "") -> list[dict]:  # fmt: skip
+    """Each question's row (evaluate_question), from rows where it is there, else made (fan_out.calls_at_once
+    questions at a time) and added to them; in the items' order. progress() is called once per row."""
+
+    def make(item: QAItem) -> dict:
+        return {"group": group, **evaluate_question(item, model, search)}
+
+    rows = rows if rows is not None else adapt_rows(None, "")
+    return resumed(items, rows, lambda item: (group, item.id), make, progress)
 
 
 def popularity_baseline(
-    items: Sequence[PopItem], model, search: Callable, seed: int = 0, progress=lambda row: None
+    items: Sequence[PopItem], model, search: Callable, seed: int = 0, progress=lambda: None, rows=None
 ) -> dict:
     """Tune the popularity threshold on half the PopQA questions (seeded), score all four policies on the rest."""
     if len(items) < 4:
@@ -235,13 +246,13 @@ def popularity_baseline(
     shuffled = random.Random(seed).sample(list(items), len(items))
     dev, test = shuffled[: len(shuffled) // 2], shuffled[len(shuffled) // 2 :]
     qa = {it.id: QAItem(it.id, it.question, it.answers) for it in shuffled}
-    dev_rows = evaluate([qa[it.id] for it in dev], model, search, progress)
+    dev_rows = evaluate([qa[it.id] for it in dev], model, search, progress, rows, "popqa-dev")
     tuned = tune_threshold(
         [it.popularity for it in dev],
         [r["never"]["accuracy"] for r in dev_rows],
         [r["always"]["accuracy"] for r in dev_rows],
     )
-    test_rows = evaluate([qa[it.id] for it in test], model, search, progress)
+    test_rows = evaluate([qa[it.id] for it in test], model, search, progress, rows, "popqa-test")
     for it, row in zip(test, test_rows, strict=True):
         events = list(
             decide(it.question, "popularity", _Reuse(row), search, Popularity(it.popularity, tuned.threshold))

@@ -61,6 +61,7 @@ class EndpointConfig:
     context_tokens: int = 8192  # the model's context, for cutting pages to fit
     deadline_s: float = 300.0  # a whole reply, keep-alive comments included, must end within this
     public: bool = False  # offered to the visitors of a public page (a Space, RAQA_PUBLIC=1); off by default
+    concurrency: int = 1  # questions the page's live benchmark sends at once (a server that batches serves several)
 
 
 def _origin(url: str) -> str:

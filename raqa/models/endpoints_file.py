@@ -26,6 +26,7 @@ ENDPOINTS_ENV = "RAQA_ENDPOINTS"
 READER_PREFIX = "endpoint:"  # a server is offered as the reader READER_PREFIX + its name
 _FIELDS = {f.name: f for f in fields(EndpointConfig)}
 _REQUIRED = [name for name, f in _FIELDS.items() if f.default is MISSING]
+MAX_CONCURRENCY = 64  # questions one page's benchmark sends a server at once
 _POSITIVE = ("timeout_s", "connect_timeout_s", "max_backoff_s", "deadline_s")
 
 
@@ -66,12 +67,15 @@ def _check(entry: object, where: str) -> EndpointConfig:
             raise EndpointConfigError(f"{where}: field {name!r} must be a number of seconds {least}, got {value!r}.")
     if not isinstance(entry.get("public", False), bool):
         raise EndpointConfigError(f"{where}: field 'public' must be true or false, got {entry['public']!r}.")
-    for name, least in (("retries", 0), ("context_tokens", 256)):
+    for name, least in (("retries", 0), ("context_tokens", 256), ("concurrency", 1)):
         value = entry.get(name, least)
         if isinstance(value, bool) or not isinstance(value, int) or value < least:
             raise EndpointConfigError(
                 f"{where}: field {name!r} must be a whole number of {least} or more, got {value!r}."
             )
+    if entry.get("concurrency", 1) > MAX_CONCURRENCY:
+        raise EndpointConfigError(f"{where}: field 'concurrency' must be at most {MAX_CONCURRENCY}, got "
+                                  f"{entry['concurrency']!r}.")  # fmt: skip
     return EndpointConfig(**{**entry, "name": entry["name"].strip()})
 
 
