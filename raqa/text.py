@@ -62,3 +62,13 @@ def contains_answer(text: str, answer: str) -> bool:
     if not needle:
         return False
     return f" {needle} " in f" {normalize_for_matching(text)} "
+
+
+def slug(question: str) -> str:
+    """A file name for a question (or a server's name).
+
+    Example:
+        >>> slug("Who painted the Mona Lisa?")
+        'who-painted-the-mona-lisa'
+    """
+    return re.sub(r"[^a-z0-9]+", "-", question.casefold()).strip("-")[:80] or "question"

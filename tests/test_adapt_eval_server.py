@@ -91,8 +91,9 @@ def test_the_baselines_are_answered_by_the_server_and_adapt_llm_by_the_local_ada
     served_calls = len(server.requests)
     assert main([*argv, "--out", str(tmp_path)]) == 0  # rerun: every row resumed, no question asked again
     assert len(server.requests) == served_calls
-    assert json.loads((tmp_path / "when_to_retrieve-nq-srv.json").read_text())["results"]["datasets"] == (
-        record["results"]["datasets"]
+    assert (
+        json.loads((tmp_path / "when_to_retrieve-nq-srv.json").read_text())["results"]["datasets"]
+        == (record["results"]["datasets"])
     )
 
 

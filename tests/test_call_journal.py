@@ -102,7 +102,9 @@ def test_rows_of_other_settings_are_left_alone(tiny_pages, tiny_index, tmp_path:
 
 def test_a_cut_last_line_is_skipped_and_a_failed_call_is_not_kept(tmp_path: Path) -> None:
     path = tmp_path / "rows.jsonl"
-    path.write_text('{"call": "a", "event": {"type": "notice", "message": "kept"}, "settings_key": "s"}\n{"call": "b", ')
+    path.write_text(
+        '{"call": "a", "event": {"type": "notice", "message": "kept"}, "settings_key": "s"}\n{"call": "b", '
+    )
     journal = rows_file(path, "s")
     assert list(journal.rows) == ["a"]
     with journaled(journal, lambda page_id: None):

@@ -277,7 +277,7 @@ def test_the_default_app_answers_on_the_real_model(browser, tmp_path):
 
 def _every_example_replays_its_recording(tab) -> None:
     """A click on an example replays its committed recording at once, marked as recorded, ending as it ended."""
-    from raqa.evaluation.recordings import load_recordings
+    from raqa.web.recordings import load_recordings
 
     recordings = {r.question: r for r in load_recordings()[0]}
     for question in ("What is the chemical symbol for gold?", "Who painted the Mona Lisa?"):
@@ -293,7 +293,7 @@ def _every_example_replays_its_recording(tab) -> None:
 
 def _a_pipeline_example_replays_its_recording(tab) -> None:
     """In the When-to-retrieve tab, a click on an example replays its committed pipeline recording."""
-    from raqa.evaluation.pipeline_recordings import PIPELINE_RECORDINGS_DIR, read_pipeline_recording
+    from raqa.web.pipeline_recordings import PIPELINE_RECORDINGS_DIR, read_pipeline_recording
 
     recordings = {r.question: r for r in map(read_pipeline_recording, PIPELINE_RECORDINGS_DIR.glob("*.jsonl"))}
     question = "What is the chemical symbol for gold?"

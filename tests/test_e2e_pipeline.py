@@ -10,9 +10,9 @@ import pytest
 from test_e2e import ROOT, _free_port, _fruit_pages, backend, browser  # noqa: F401 - the fixtures, shared
 from test_pipeline_eval import _rows
 
-from raqa.evaluation.pipeline_recordings import Choice, record_pipeline, write_pipeline_recording
 from raqa.evaluation.pipeline_scores import summarise, tuned_thresholds
 from raqa.evaluation.records import write
+from raqa.web.pipeline_recordings import Choice, record_pipeline, write_pipeline_recording
 
 pytestmark = pytest.mark.e2e
 EXAMPLES = [

@@ -75,11 +75,11 @@ def recorded_server(tmp_path_factory, backend):  # noqa: F811
     from test_e2e import _fruit_pages
 
     from raqa.config import AppConfig
-    from raqa.evaluation.recordings import Form, record_run, write_recording
     from raqa.retrieval.corpus import Page
     from raqa.retrieval.index import BM25Index
     from raqa.service import Service
     from raqa.web.app import build_demo
+    from raqa.web.recordings import Form, record_run, write_recording
 
     # a page of common question words: every benchmark question retrieves it, so each takes a scripted reply (0.8 s)
     common = "what who when where which how is was the of in a to did does first name called"

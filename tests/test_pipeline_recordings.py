@@ -9,17 +9,17 @@ import pytest
 from test_pipeline import service  # noqa: F401 - the scripted service, shared
 
 from raqa.__main__ import main
-from raqa.evaluation.pipeline_recordings import (
+from raqa.reading.events import to_json
+from raqa.web.ask_tab import page_lookup
+from raqa.web.pipeline_recordings import (
     Choice,
     find_pipeline,
     read_pipeline_recording,
     record_pipeline,
     write_pipeline_recording,
 )
-from raqa.evaluation.recordings import read_recording
-from raqa.reading.events import to_json
-from raqa.web.ask_tab import page_lookup
 from raqa.web.pipeline_tab import NO_RECORDING, replay_pipeline
+from raqa.web.recordings import read_recording
 from raqa.web.render_pipeline import PipelineView
 from raqa.when_to_retrieve.pipeline import event_from_json
 
@@ -109,10 +109,10 @@ def test_record_pipeline_writes_one_recording_per_question(service, tmp_path, ca
 def test_every_example_of_the_tab_replays_with_the_tabs_own_choices():
     """The committed recordings match what a click sends: each example, policy adapt, the tab's tuned threshold."""
     from raqa.config import ASSETS_DIR
-    from raqa.evaluation.pipeline_recordings import PIPELINE_RECORDINGS_DIR
     from raqa.evaluation.pipeline_scores import MEMORY_QUESTIONS, tuned_thresholds
-    from raqa.evaluation.recordings import load_recordings
     from raqa.web.examples import load_examples
+    from raqa.web.pipeline_recordings import PIPELINE_RECORDINGS_DIR
+    from raqa.web.recordings import load_recordings
 
     record = json.loads((ASSETS_DIR / "results" / "pipeline-nq+triviaqa.json").read_text(encoding="utf-8"))
     choice = Choice("adapt", tuned_thresholds(record)["adapt"])

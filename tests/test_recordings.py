@@ -9,12 +9,12 @@ import pytest
 
 from raqa import __version__
 from raqa.config import AppConfig
-from raqa.evaluation.recordings import Form, find, load_recordings, read_recording, record_run, stale, write_recording
 from raqa.models.scripted import ScriptedBackend
 from raqa.reading.events import from_json, to_json
 from raqa.retrieval.index import BM25Index
 from raqa.service import Service
 from raqa.web.ask_tab import ask, replay
+from raqa.web.recordings import Form, find, load_recordings, read_recording, record_run, stale, write_recording
 
 
 def _reply(messages) -> str:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from adapt_fakes import FakeAdaptModel, knows_paris
+from conftest import TINY_PAGES
 from test_badges_eval import CountingJudge
 
 from raqa.config import AppConfig, RunSettings
@@ -29,6 +30,7 @@ from raqa.models.endpoint import EndpointBackend, EndpointConfig
 from raqa.models.local import embedded_model_path
 from raqa.ops.llama_server import llama_cpp_server
 from raqa.reading.readers import Reader
+from raqa.retrieval.index import BM25Index
 from raqa.service import Service
 from raqa.when_to_retrieve.served import ServedBaselines
 from raqa.when_to_retrieve.uncertainty import closed_book
@@ -47,10 +49,18 @@ def server() -> EndpointBackend:
         yield EndpointBackend(EndpointConfig(NAME, url, "smollm2", context_tokens=4096, concurrency=2))
 
 
+@pytest.fixture(scope="module")
+def few_pages() -> tuple[list, BM25Index]:
+    """Four of the tiny corpus's pages, the Mona Lisa's among them: every run reads at most four windows."""
+    pages = TINY_PAGES[:4]
+    assert any("Mona Lisa" in p.text for p in pages)
+    return pages, BM25Index.build(pages)
+
+
 @pytest.fixture
-def served(server, tiny_pages, tiny_index, tmp_path: Path) -> Service:
-    """The tiny corpus, no local model, and the server registered as a reader, as RAQA_ENDPOINTS registers it."""
-    service = Service(AppConfig(cache_dir=tmp_path), tiny_pages, tiny_index, None, "tiny", {})
+def served(server, few_pages, tmp_path: Path) -> Service:
+    """A four-page corpus, no local model, and the server registered as a reader, as RAQA_ENDPOINTS registers it."""
+    service = Service(AppConfig(cache_dir=tmp_path), *few_pages, None, "tiny", {})
     service.readers = {"base": Reader("base", "Base model", None), "endpoint:" + NAME: Reader("endpoint:" + NAME, NAME, None)}  # fmt: skip
     service.loaded["endpoint:" + NAME] = server
     return registry.served_by(service, NAME)

@@ -7,8 +7,8 @@ from dataclasses import replace
 
 import pytest
 
-from raqa.evaluation.metrics import auc
 from raqa.reading.readers import CARD_FILE, load_reader
+from raqa.stats import auc
 from raqa.training.calibration import choose_threshold
 from raqa.training.lora import READER_LORA, Encoded, TrainLog, save, target_losses, token_weights, train
 from raqa.training.reader import READER_LABEL, loss_summary

@@ -158,9 +158,9 @@ def cmd_batch(args: argparse.Namespace) -> int:
 
 def cmd_record(args: argparse.Namespace) -> int:
     """Run each question with the page's form on the real model and write its events as a recording."""
-    from raqa.evaluation.recordings import Form, record_run, write_recording
     from raqa.web.examples import load_examples
     from raqa.web.lessons import load_lessons
+    from raqa.web.recordings import Form, record_run, write_recording
 
     try:
         service = load_service(app_config(args), args.reader)

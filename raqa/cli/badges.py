@@ -19,10 +19,10 @@ from raqa.cli.options import app_config
 from raqa.cli.output import counter_bar, error, say
 from raqa.evaluation import records
 from raqa.evaluation.fan_out import calls_at_once
-from raqa.evaluation.recordings import slug
 from raqa.evaluation.registry import served_by, server_about
 from raqa.models.base import ModelError
 from raqa.retrieval.corpus import CorpusError
+from raqa.text import slug
 
 
 def shuffled(items: list, seed: int) -> list:

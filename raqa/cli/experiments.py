@@ -15,9 +15,9 @@ from raqa.cli.output import counter_bar, error, progress_bar, say
 from raqa.config import SpeedOptions
 from raqa.evaluation import records, registry
 from raqa.evaluation.fan_out import MAX_CALLS, calls_at_once
-from raqa.evaluation.recordings import slug
 from raqa.models.base import ModelError
 from raqa.retrieval.corpus import CorpusError
+from raqa.text import slug
 
 
 def _out_dir(args: argparse.Namespace) -> Path:

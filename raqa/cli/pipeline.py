@@ -64,10 +64,10 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
 
 def cmd_record_pipeline(args: argparse.Namespace) -> int:
     """Run each question through the pipeline with the tab's choices on the real models; write each recording."""
-    from raqa.evaluation.pipeline_recordings import Choice, record_pipeline, write_pipeline_recording
     from raqa.evaluation.pipeline_scores import MEMORY_QUESTIONS, tuned_thresholds
     from raqa.service import Service
     from raqa.web.examples import load_examples
+    from raqa.web.pipeline_recordings import Choice, record_pipeline, write_pipeline_recording
     from raqa.when_to_retrieve.pipeline import check_policy
 
     fixed = args.policy in ("never", "always")

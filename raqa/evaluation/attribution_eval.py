@@ -17,13 +17,14 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import get_args
 
 from raqa.config import RunSettings
-from raqa.evaluation.metrics import answer_contained, auc_interval, estimate
+from raqa.evaluation.metrics import answer_contained
 from raqa.evaluation.positives import PositiveIndex, sample_windows
 from raqa.evaluation.questions import QAItem
 from raqa.reading.attribution import MATTERS, attribute, can_attribute
 from raqa.reading.engine import window_verdict
 from raqa.reading.events import Attribution, Finding
 from raqa.retrieval.index import BM25Index
+from raqa.stats import auc_interval, estimate
 
 Progress = Callable[[Iterable], Iterable]
 KINDS = ("answer_bearing", "answer_free")

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from raqa.config import RunSettings
-from raqa.evaluation.metrics import answer_contained, auc, exact_match, wilson
+from raqa.evaluation.metrics import answer_contained, exact_match
 from raqa.evaluation.positives import PositiveIndex
 from raqa.evaluation.questions import QAItem
 from raqa.evaluation.rows_file import RowsFile, resumed
@@ -32,6 +32,7 @@ from raqa.reading.engine import run
 from raqa.reading.events import Final, RunFailed, WindowVerdict
 from raqa.reading.judge import AnswerJudge
 from raqa.retrieval.index import BM25Index
+from raqa.stats import auc, wilson
 
 RULES = ("before", "after")
 

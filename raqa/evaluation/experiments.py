@@ -3,7 +3,7 @@
 Each experiment takes questions from questions.py, runs the same event stream as the page
 (engine.run, or engine.window_verdict for single windows), scores it with metrics.py, and returns a
 results dict; records.write() adds what made it (command, dataset, sample, model, adapter, corpus,
-code version) and saves it under assets/results/. Figures are drawn from these files by plots.py; nothing
+code version) and saves it under assets/results/. Figures are drawn from these files by web/figures_experiments.py; nothing
 is recomputed when the page loads.
 
 Experiments: recall (Table 1), topk_vs_iterative (Table 2), window_order (Figure 5),
@@ -20,13 +20,14 @@ from dataclasses import replace
 from raqa.config import RunSettings
 from raqa.evaluation.call_journal import call_key, remembered
 from raqa.evaluation.fan_out import fan_out
-from raqa.evaluation.metrics import answer_contained, estimate, exact_match, f1
+from raqa.evaluation.metrics import answer_contained, exact_match, f1
 from raqa.evaluation.positives import PositiveIndex, first_positive_rank, sample_windows
 from raqa.evaluation.questions import QAItem
 from raqa.evaluation.window_scores import score_windows
 from raqa.reading.engine import run_to_final, windows
 from raqa.reading.events import Final
 from raqa.retrieval.index import BM25Index
+from raqa.stats import estimate
 
 RECALL_KS = (1, 5, 10, 20, 50, 100, 200, 500, 1000)
 TOPK_KS = (5, 10, 20)

@@ -9,7 +9,7 @@ A configuration answers a question or says "I don't know". Scored per test set, 
 
 Configurations: closed-book (never retrieve; or answer only when a signal's confidence reaches the dev-chosen
 threshold, else "I don't know"), always retrieve with each reader, and the full pipeline: a policy decides, and
-when it retrieves the reader's windows end it (rows.py). Thresholds are chosen on dev questions by Youden's J
+when it retrieves the reader's windows end it (pipeline_rows.py). Thresholds are chosen on dev questions by Youden's J
 for "the closed-book answer is wrong" (the decision's own job), never on the test questions. Risk-coverage
 curves sweep the ranking (closed-book: answer the most confident first) or the threshold (pipeline), and their
 area is the mean risk over the coverage they span (lower is better). Each signal's AUC ranks wrong closed-book
@@ -24,8 +24,8 @@ import random
 from collections.abc import Sequence
 
 from raqa.config import ASSETS_DIR
-from raqa.evaluation.metrics import auc, proportion
 from raqa.evaluation.pipeline_rows import READERS
+from raqa.stats import auc, proportion, youden
 from raqa.when_to_retrieve.pipeline import DEFAULT_RET_THRESHOLD, POLICY_SIGNAL, decide_retrieval
 from raqa.when_to_retrieve.uncertainty import SIGNALS
 
@@ -48,12 +48,7 @@ def youden_threshold(rows: Sequence[dict], signal: str) -> float:
     right = [confidence(r, signal) for r in rows if r["closed_book"]["correct"]]
     if not right or not wrong:
         return math.inf if not right else -math.inf
-    best, best_j = math.inf, -1.0
-    for t in sorted({*wrong, *right}, reverse=True):
-        j = sum(c < t for c in wrong) / len(wrong) - sum(c < t for c in right) / len(right)
-        if j > best_j:
-            best, best_j = t, j
-    return best
+    return youden(right, wrong, sorted({*wrong, *right}, reverse=True), lambda c, t: c < t, math.inf)
 
 
 def policy_threshold(policy: str, confidence_threshold: float) -> float:

@@ -14,11 +14,11 @@ from dataclasses import replace
 
 from raqa.config import RunSettings
 from raqa.evaluation.experiments import finals_of, score_runs, settings_record
-from raqa.evaluation.metrics import estimate
 from raqa.evaluation.positives import PositiveIndex, sample_windows
 from raqa.evaluation.questions import QAItem
 from raqa.evaluation.window_scores import score_windows
 from raqa.retrieval.index import BM25Index
+from raqa.stats import estimate
 
 Progress = Callable[[Iterable], Iterable]
 

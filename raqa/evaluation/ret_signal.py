@@ -23,8 +23,8 @@ import random
 import statistics
 from collections.abc import Callable, Sequence
 
-from raqa.evaluation.metrics import auc
 from raqa.evaluation.pipeline_scores import RESAMPLES
+from raqa.stats import auc
 
 ADAPTER_NAMES = ("baseline", "candidate")
 

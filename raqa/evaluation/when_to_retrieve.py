@@ -7,7 +7,7 @@ Adapt-LLM adapter also answers each question the other way: without context when
 (the closed-book prompt, <RET> forbidden), with the top page when it answered from memory. Shares carry 95% Wilson intervals;
 differences between policies on the same questions carry 95% paired-bootstrap intervals.
 
-Left out here: training (adapt_train.py) and figures (adapt_plots.py).
+Left out here: training (training/when_to_retrieve.py) and figures (web/figures_when_to_retrieve.py).
 """
 
 from __future__ import annotations
@@ -16,9 +16,10 @@ import random
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from raqa.evaluation.metrics import answer_contained, exact_match, mean_interval, proportion
+from raqa.evaluation.metrics import answer_contained, exact_match
 from raqa.evaluation.questions import QAItem
 from raqa.evaluation.rows_file import RowsFile, resumed
+from raqa.stats import best_accuracy, mean_interval, proportion
 from raqa.when_to_retrieve.policies import (
     Answer,
     Decision,
@@ -147,12 +148,8 @@ def threshold_curve(rows: Sequence[dict]) -> list[dict]:
 
 def _tune(rows: Sequence[dict]) -> float:
     """The threshold with the best accuracy on these rows (ties: the one that retrieves least)."""
-    best_t, best = 1.01, -1.0
-    for t in sorted({r["adapt"]["ret_probability"] for r in rows} | {0.0, 1.01}, reverse=True):
-        accuracy = sum(_threshold_outcome(rows, t, "accuracy")[1])
-        if accuracy > best:
-            best_t, best = t, accuracy
-    return best_t
+    candidates = sorted({r["adapt"]["ret_probability"] for r in rows} | {0.0, 1.01}, reverse=True)
+    return best_accuracy(candidates, lambda t: sum(_threshold_outcome(rows, t, "accuracy")[1]))
 
 
 def cross_fitted_threshold(rows: Sequence[dict], seed: int = 0) -> dict:
@@ -180,7 +177,7 @@ def cross_fitted_threshold(rows: Sequence[dict], seed: int = 0) -> dict:
 
 
 def _auc(rows: Sequence[dict]) -> float | None:
-    from raqa.evaluation.metrics import auc
+    from raqa.stats import auc
 
     known = [r["adapt"]["ret_probability"] for r in rows if r["never"]["accuracy"]]
     unknown = [r["adapt"]["ret_probability"] for r in rows if not r["never"]["accuracy"]]

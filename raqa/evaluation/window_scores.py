@@ -14,11 +14,12 @@ from collections.abc import Sequence
 from raqa.config import RunSettings
 from raqa.evaluation.call_journal import call_key, remembered
 from raqa.evaluation.fan_out import fan_out
-from raqa.evaluation.metrics import answer_contained, auc, estimate, exact_match
+from raqa.evaluation.metrics import answer_contained, exact_match
 from raqa.evaluation.questions import QAItem
 from raqa.reading import grounding
 from raqa.reading.engine import window_verdict
 from raqa.reading.events import WindowVerdict
+from raqa.stats import auc, estimate
 
 
 def _answered(v: WindowVerdict) -> bool:

@@ -9,7 +9,7 @@ several requests into one matrix, so that every weight is read once per step for
 independent in every layer except attention, which runs per request against that request's own cache.
 
 It is the same arithmetic as transformers' LlamaForCausalLM (RMSNorm in fp32, rotary embedding, grouped-query
-attention through scaled_dot_product_attention, SwiGLU); tests/test_llama_runner.py checks its logits against
+attention through scaled_dot_product_attention, SwiGLU); tests/test_speed.py checks its logits against
 transformers' to 1e-4. Left out: rotary scaling other than the default, sliding windows, and every other
 architecture (`supports` says no and the backend uses transformers' forward).
 

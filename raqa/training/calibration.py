@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from raqa.evaluation.metrics import auc
+from raqa.stats import auc
 
 
 @dataclass(frozen=True)

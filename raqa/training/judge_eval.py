@@ -20,18 +20,15 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from raqa.evaluation.metrics import auc_interval, estimate, exact_match, f1, proportion
+from raqa.evaluation.metrics import exact_match, f1
 from raqa.reading.judge import CARD_FILE, probability
+from raqa.stats import auc_interval, estimate, proportion, youden
 from raqa.training.judge_data import JudgePair
 
 
 def choose_threshold(negative: Sequence[float], positive: Sequence[float]) -> float:
     """The p_answer cut (answer when p >= cut) with the highest true-positive minus false-positive rate."""
-    best, best_j = 0.5, -1.0
-    for cut in sorted(set(positive)):
-        j = sum(p >= cut for p in positive) / len(positive) - sum(n >= cut for n in negative) / len(negative)
-        if j > best_j:
-            best, best_j = cut, j
+    best = youden(negative, positive, sorted(set(positive)), lambda score, cut: score >= cut, 0.5)
     return float(np.floor(best * 1e4) / 1e4)  # rounded down, so the chosen pages stay at or above it
 
 

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from raqa.config import RunSettings
-from raqa.evaluation.metrics import auc
+from raqa.stats import auc, lowest_under
 
 WINDOWS = (1, 2, 3)
 MAX_FALSE = 0.2  # at most this share of answer-free dev windows passes the gate
@@ -31,12 +31,7 @@ def choose_gate(negative: Sequence[float], positive: Sequence[float], max_false:
         >>> choose_gate([0.1, 0.2, 0.3, 0.9], [0.5, 0.8], max_false=0.25)
         0.4
     """
-    scores = sorted({0.0, 1.0, *negative, *positive})
-    for low, high in zip(scores, scores[1:], strict=False):
-        t = round((low + high) / 2, 4)
-        if sum(p >= t for p in negative) <= max_false * len(negative):
-            return t
-    return 1.0
+    return lowest_under(negative, positive, max_false)
 
 
 def window_scores(judge, windows) -> list[float]:

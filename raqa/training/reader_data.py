@@ -9,7 +9,7 @@ window holds no page that mentions a gold answer anywhere; its target declines w
 question gives at most one window of each kind, taken from the same ranking, so positives and negatives
 come from the same questions and the model cannot tell them apart by the question alone.
 
-Left out here: test questions (never read), model training (training.py) and windows whose pages mention
+Left out here: test questions (never read), model training (reader.py) and windows whose pages mention
 an answer only outside the visible cut or only in sentences unrelated to the question: those are neither
 clean positives nor clean negatives, so they are skipped.
 """

@@ -15,7 +15,6 @@ from pathlib import Path
 import gradio as gr
 
 from raqa.config import ASSETS_DIR, RunSettings, run_ranges
-from raqa.evaluation.recordings import RECORDINGS_DIR
 from raqa.reading.events import RunFailed, to_json
 from raqa.reading.readers import BASE_READER
 from raqa.reading.support import shipped as shipped_support
@@ -39,6 +38,7 @@ from raqa.web.flags import FLAGS, append_flag
 from raqa.web.lessons import load_lessons
 from raqa.web.links import LINK_JS, form_from_link
 from raqa.web.page_text import badge_legend, footer
+from raqa.web.recordings import RECORDINGS_DIR
 from raqa.web.render import MARK_STOPPED_JS, RunView, esc, failed_html
 from raqa.web.visitors import VisitorGate, limit_runs
 from raqa.web.when_to_retrieve_tab import route, route_view

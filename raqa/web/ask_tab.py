@@ -16,13 +16,13 @@ from pathlib import Path
 import gradio as gr
 
 from raqa.config import RunSettings, SettingsError, validate_settings
-from raqa.evaluation.recordings import RECORDINGS_DIR, Form, Recording, find, load_recordings, read_recording, stale
 from raqa.models.base import ModelError
 from raqa.reading.events import Final, ReplyDelta, RunFailed, WindowVerdict, from_json, to_json
 from raqa.retrieval import corpus
 from raqa.service import Service
 from raqa.web.compare import CHOOSE, NOTHING, Choice, differences_html, variant
 from raqa.web.figures_run import message_figure, safe, score_by_rank, token_meter
+from raqa.web.recordings import RECORDINGS_DIR, Form, Recording, find, load_recordings, read_recording, stale
 from raqa.web.render import RunView, esc
 
 LOG = logging.getLogger(__name__)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from raqa.config import ASSETS_DIR
-from raqa.evaluation.recordings import Form
+from raqa.web.recordings import Form
 
 LESSONS_FILE = ASSETS_DIR / "lessons.json"
 LOG = logging.getLogger(__name__)

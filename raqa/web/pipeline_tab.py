@@ -16,16 +16,16 @@ from pathlib import Path
 import gradio as gr
 
 from raqa.config import SettingsError, clean_question
-from raqa.evaluation.pipeline_recordings import (
+from raqa.evaluation.pipeline_scores import PAGE_POLICIES, tuned_thresholds
+from raqa.models.base import ModelError
+from raqa.service import NO_ADAPT_MODEL, Service
+from raqa.web.ask_tab import REPLAY_GAP_S, REPLAY_TOTAL_S, page_lookup, recorded_banner, usable_recordings
+from raqa.web.pipeline_recordings import (
     PIPELINE_RECORDINGS_DIR,
     Choice,
     find_pipeline,
     read_pipeline_recording,
 )
-from raqa.evaluation.pipeline_scores import PAGE_POLICIES, tuned_thresholds
-from raqa.models.base import ModelError
-from raqa.service import NO_ADAPT_MODEL, Service
-from raqa.web.ask_tab import REPLAY_GAP_S, REPLAY_TOTAL_S, page_lookup, recorded_banner, usable_recordings
 from raqa.web.render_pipeline import PipelineView, ret_examples_html
 from raqa.web.render_when_to_retrieve import message_html
 from raqa.web.visitors import VisitorGate, limit_runs

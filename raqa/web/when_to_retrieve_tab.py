@@ -12,7 +12,6 @@ from pathlib import Path
 import gradio as gr
 
 from raqa.config import SettingsError, clean_question
-from raqa.evaluation.pipeline_recordings import PIPELINE_RECORDINGS_DIR
 from raqa.evaluation.pipeline_scores import MEMORY_QUESTIONS
 from raqa.evaluation.records import load_results
 from raqa.service import NO_ADAPT_MODEL, Service
@@ -22,6 +21,7 @@ from raqa.web.figures_pipeline import FIGURES as PIPELINE_FIGURES
 from raqa.web.figures_pipeline import ret_signal_figure
 from raqa.web.figures_run import safe
 from raqa.web.figures_when_to_retrieve import FIGURES as ROUTE_FIGURES
+from raqa.web.pipeline_recordings import PIPELINE_RECORDINGS_DIR
 from raqa.web.pipeline_tab import pipeline_view
 from raqa.web.render_pipeline import pipeline_summary, ret_signal_summary
 from raqa.web.render_when_to_retrieve import RouteView, evaluation_summary, message_html

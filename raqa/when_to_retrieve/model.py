@@ -4,7 +4,7 @@ One copy of the base weights holds all three LoRA adapters as named peft adapter
 to its adapter ("base" disables them all), so the page pays for one model, not four. Decoding is greedy
 and short (answers, not essays). Special-token strings in questions and pages are defused exactly as the
 demo's reader does (models.local.defuse_special_tokens), so a page cannot forge chat turns. Requests are
-serialised by the caller. Left out here: policies (router.py) and training (lora.py).
+serialised by the caller. Left out here: policies (policies.py) and training (lora.py).
 """
 
 from __future__ import annotations

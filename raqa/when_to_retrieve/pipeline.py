@@ -13,7 +13,7 @@ the same closed-book answer and reads the same windows, so they differ in their 
 retrieval only a window's answer counts: a run that ends without one ends in "I don't know", never in the
 memory answer the policy chose not to trust. The page, `python -m raqa pipeline` and `eval-pipeline` all read
 this stream (reading.events.to_json serialises it). Left out here: loading the model (model.py), the reading
-engine (reading/engine.py) and choosing thresholds (evaluation/pipeline_eval.py).
+engine (reading/engine.py) and choosing thresholds (evaluation/pipeline_scores.py).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ It needs a popularity per question, which PopQA gives as `s_pop` (monthly Wikipe
 subject). PopQA's TSV is read here; the columns used are `question`, `possible_answers` (a JSON list of
 strings) and `s_pop`; `id` is kept when present. The threshold is tuned on a development split: the one
 that maximises accuracy when questions below it get the retrieval answer and the rest the closed-book one.
-Left out here: running models (adapt_eval.py) and any popularity for questions PopQA does not have.
+Left out here: running models (evaluation/when_to_retrieve.py) and any popularity for questions PopQA does not have.
 
 Example:
     >>> tune_threshold([10, 1000], [False, True], [True, False]).threshold
@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
+from raqa.stats import best_accuracy
 from raqa.text import normalize_answer
 
 REQUIRED = ("question", "possible_answers", "s_pop")
@@ -118,14 +119,13 @@ def tune_threshold(
     if not popularity or not len(popularity) == len(correct_closed) == len(correct_retrieved):
         raise ValueError("tune_threshold needs the same, non-zero number of popularities and outcomes.")
     n = len(popularity)
-    best: Threshold | None = None
-    for t in sorted(set(popularity)) + [math.inf]:
-        retrieve = [p < t for p in popularity]
-        hits = sum(r if go else c for go, c, r in zip(retrieve, correct_closed, correct_retrieved, strict=True))
-        candidate = Threshold(t, hits / n, sum(retrieve) / n, n)
-        if best is None or candidate.dev_accuracy > best.dev_accuracy:
-            best = candidate
-    return best
+
+    def accuracy(t: float) -> float:
+        outcomes = zip(popularity, correct_closed, correct_retrieved, strict=True)
+        return sum(r if p < t else c for p, c, r in outcomes) / n
+
+    best = best_accuracy(sorted(set(popularity)) + [math.inf], accuracy)  # ascending: ties retrieve least
+    return Threshold(best, accuracy(best), sum(p < best for p in popularity) / n, n)
 
 
 def lookup(items: Sequence[PopItem]) -> dict[str, PopItem]:

@@ -21,9 +21,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from raqa import __version__
-from raqa.evaluation.recordings import FORMAT, RECORDINGS_DIR, Recording, read_recording, slug, write_lines
 from raqa.evaluation.records import provenance
 from raqa.reading.events import to_json
+from raqa.text import slug
+from raqa.web.recordings import FORMAT, RECORDINGS_DIR, Recording, read_recording, write_lines
 
 PIPELINE_RECORDINGS_DIR = RECORDINGS_DIR / "pipeline"
 THRESHOLD_TOLERANCE = 0.005  # half the tab's slider step: a threshold shown as 0.70 matches one recorded at 0.698

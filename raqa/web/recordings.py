@@ -17,7 +17,6 @@ and page texts (the replay looks pages up in the corpus by id).
 from __future__ import annotations
 
 import json
-import re
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -28,6 +27,7 @@ from raqa.config import ASSETS_DIR
 from raqa.evaluation.records import provenance
 from raqa.reading.attribution import with_attributions
 from raqa.reading.events import to_json
+from raqa.text import slug
 
 RECORDINGS_DIR = ASSETS_DIR / "recordings"
 FORMAT = 1
@@ -64,16 +64,6 @@ class Recording:
         same_question = " ".join(question.split()).casefold() == " ".join(self.question.split()).casefold()
         settings = asdict(form) | {"reader": None} == asdict(self.form) | {"reader": None}
         return same_question and settings and form.reader in (None, self.form.reader)
-
-
-def slug(question: str) -> str:
-    """A file name for a question.
-
-    Example:
-        >>> slug("Who painted the Mona Lisa?")
-        'who-painted-the-mona-lisa'
-    """
-    return re.sub(r"[^a-z0-9]+", "-", question.casefold()).strip("-")[:80] or "question"
 
 
 def record_run(service, question: str, form: Form, command: str, why: bool = False) -> Recording:
