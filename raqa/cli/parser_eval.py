@@ -58,41 +58,34 @@ def experiment_verb(sub) -> None:
     experiment.set_defaults(func=command("experiments:cmd_experiment"))
 
 
+def _test_set_verb(sub, name: str, help: str, limit: int, rows: str, target: str):
+    """A verb over seeded test questions of NQ-open and TriviaQA, resumable, through a server if asked."""
+    verb = sub.add_parser(name, help=help)
+    verb.add_argument("--datasets", type=dataset_list, default=["nq", "triviaqa"], help="comma-separated")
+    verb.add_argument("--limit", type=int, default=limit, help="test questions per dataset (seeded sample)")
+    verb.add_argument("--seed", type=int, default=0)
+    verb.add_argument("--out", help="folder for the result JSON (default assets/results)")
+    add_server_options(verb, "test questions", 1)
+    add_rows_option(verb, rows)
+    # the adapters and the judge were trained on the embedded model, so no other model or adapter is offered here
+    add_corpus_options(verb)
+    verb.set_defaults(func=command(target))
+    return verb
+
+
 def eval_adapt_verb(sub) -> None:
-    evaluate = sub.add_parser("eval-adapt", help="NR-LLM, AR-LLM, Adapt-LLM (and popularity) on test questions")
-    evaluate.add_argument("--datasets", type=dataset_list, default=["nq", "triviaqa"], help="comma-separated")
-    evaluate.add_argument("--limit", type=int, default=200, help="test questions per dataset (seeded sample)")
-    evaluate.add_argument("--seed", type=int, default=0)
+    evaluate = _test_set_verb(sub, "eval-adapt", "NR-LLM, AR-LLM, Adapt-LLM (and popularity) on test questions", 200,
+                              "RAQA_CACHE/eval-adapt/rows.jsonl", "experiments:cmd_eval_adapt")  # fmt: skip
     evaluate.add_argument("--adapters", default="assets/adapt", help="folder holding adapt/, never/ and always/")
     evaluate.add_argument("--popqa", help="a PopQA-format TSV (question, possible_answers, s_pop): adds the baseline")
-    evaluate.add_argument("--out", help="folder for the result JSON (default assets/results)")
-    add_server_options(evaluate, "test questions", 1)
-    add_rows_option(evaluate, "RAQA_CACHE/eval-adapt/rows.jsonl")
-    # the adapters were trained on the embedded model, so no other model or adapter is offered here
-    add_corpus_options(evaluate)
-    evaluate.set_defaults(func=command("experiments:cmd_eval_adapt"))
 
 
 def eval_pipeline_verb(sub) -> None:
-    evaluate = sub.add_parser("eval-pipeline", help="every decision policy and reader, with abstention, on test")
-    evaluate.add_argument("--datasets", type=dataset_list, default=["nq", "triviaqa"], help="comma-separated")
-    evaluate.add_argument("--limit", type=int, default=300, help="test questions per dataset (seeded sample)")
+    evaluate = _test_set_verb(sub, "eval-pipeline", "every decision policy and reader, with abstention, on test", 300,
+                              "RAQA_CACHE/eval-pipeline/rows.jsonl", "pipeline:cmd_eval_pipeline")  # fmt: skip
     evaluate.add_argument("--dev", type=int, default=60, help="dev questions per dataset to choose thresholds on")
-    evaluate.add_argument("--seed", type=int, default=0)
-    add_rows_option(evaluate, "RAQA_CACHE/eval-pipeline/rows.jsonl")
-    evaluate.add_argument("--out", help="folder for the result JSON (default assets/results)")
-    add_server_options(evaluate, "test questions", 1)
-    add_corpus_options(evaluate)
-    evaluate.set_defaults(func=command("pipeline:cmd_eval_pipeline"))
 
 
 def eval_badges_verb(sub) -> None:
-    badges = sub.add_parser("eval-badges", help="the badge per question on test, before and after the support model")
-    badges.add_argument("--datasets", type=dataset_list, default=["nq", "triviaqa"], help="comma-separated")
-    badges.add_argument("--limit", type=int, default=300, help="test questions per dataset (seeded sample)")
-    badges.add_argument("--seed", type=int, default=0)
-    add_rows_option(badges, "beside the record, badges-<datasets>.rows.jsonl")
-    badges.add_argument("--out", help="folder for the result JSON (default assets/results)")
-    add_server_options(badges, "test questions", 1)
-    add_corpus_options(badges)
-    badges.set_defaults(func=command("badges:cmd_eval_badges"))
+    _test_set_verb(sub, "eval-badges", "the badge per question on test, before and after the support model", 300,
+                   "beside the record, badges-<datasets>.rows.jsonl", "badges:cmd_eval_badges")  # fmt: skip
