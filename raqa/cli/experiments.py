@@ -123,7 +123,8 @@ def cmd_eval_adapt(args: argparse.Namespace) -> int:
         about["command"] += f" --endpoint {shlex.quote(args.endpoint)} --concurrency {concurrency}"
         reads = "never and always retrieve (the served model, no adapter); Adapt-LLM: the local adapter"
         about["server"] = registry.server_about(server, args.endpoint, concurrency, reads)
-    key = f"eval-adapt | {model.name} | adapters {args.adapters} | {service.corpus_label} ({len(service.pages)} pages)"
+    key = f"eval-adapt | {records.code_version()} | {model.name} | adapters {args.adapters} | {service.corpus_label} "
+    key += f"({len(service.pages)} pages)"
     rows_path = Path(args.rows) if args.rows else service.config.cache_dir / "eval-adapt" / "rows.jsonl"
     with calls_at_once(concurrency):
         run = registry.when_to_retrieve(sets, popqa, model, service.top_page, folders, service, about, counter_bar,

@@ -222,15 +222,16 @@ def served_by(service, endpoint: str):
 
 
 def journal_key(service, experiment: Experiment) -> str:
-    """What the journal's calls share and their keys do not say: the model (or server) and its weights, the
-    corpus, the answer judge. A journal of other settings is left alone (its rows are not this run's)."""
+    """What the journal's calls share and their keys do not say: the code (a changed prompt or engine makes other
+    calls), the model (or server) and its weights, the corpus, the answer judge. A journal of other settings is left
+    alone (its rows are not this run's)."""
     backend = service.backend
     served = hasattr(backend, "provenance")  # a server: its name in RAQA_ENDPOINTS and the model it is asked for
     model = f"server {backend.name} ({backend.config.model})" if served else getattr(backend, "name", None)
     weights = None if served else service.config.speed.weights
     judge = service.judge_loader is not None or service.judge is not None
-    return f"{experiment.name} | {model} | weights {weights} | {service.corpus_label} ({len(service.pages)} pages) " \
-           f"| judge {judge}"  # fmt: skip
+    return f"{experiment.name} | {records.code_version()} | {model} | weights {weights} | {service.corpus_label} " \
+           f"({len(service.pages)} pages) | judge {judge}"  # fmt: skip
 
 
 @contextmanager
