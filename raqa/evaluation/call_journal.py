@@ -4,8 +4,9 @@ Every experiment's model work is a list of independent calls: a whole run (`run_
 (`window_verdict`). Inside `journaled(rows, page_of)`, `remembered` looks each call up by what determines it (the
 question, the window's pages, every run setting, the backend's name and whether the answer judge reads along): a
 call already in the rows file comes back from its row (the event as `events.to_json` wrote it), any other is made
-and its row appended at once (a run that failed is not kept: the next run makes it again) (rows_file.py: whole lines, flushed, under a lock). The tables are always computed
-from the events, so an experiment rerun over complete rows makes no model call and writes the same record.
+and its row appended at once (rows_file.py: whole lines, flushed, under a lock). A run that failed is not kept: the
+next run makes it again. The tables are always computed from the events, so an experiment rerun over complete rows
+makes no model call and writes the same record.
 
 Outside `journaled` a call is simply made. The journal is seen by the calls fan_out runs in threads (fan_out.py
 copies the context into each).
@@ -43,9 +44,10 @@ def rows_file(path: Path, settings_key: str) -> RowsFile:
 
 
 @contextmanager
-def journaled(rows: RowsFile, page_of: Callable[[str], Page | None]) -> Iterator[RowsFile]:
-    """Within the block, `remembered` calls read and add rows of this file; page_of rebuilds the events' pages."""
-    token = _journal.set(_Journal(rows, page_of))
+def journaled(rows: RowsFile | None, page_of: Callable[[str], Page | None]) -> Iterator[RowsFile | None]:
+    """Within the block, `remembered` calls read and add rows of this file (None: no journal, every call is made);
+    page_of rebuilds the events' pages."""
+    token = _journal.set(_Journal(rows, page_of) if rows is not None else None)
     try:
         yield rows
     finally:

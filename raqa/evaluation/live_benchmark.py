@@ -46,8 +46,7 @@ def benchmark_questions(dataset: str, n: int, seed: int = 0):
 def run_benchmark(service, items, form: Sequence) -> Iterator[BenchmarkRow]:
     """One row per question, in order, as each run ends (form: Service.plan's arguments after the question). A model
     server reads as many questions at once as its endpoint entry's concurrency; the local model one at a time."""
-    backend = service.plan(items[0].question, *form).backend if items else None
-    width = getattr(getattr(backend, "config", None), "concurrency", 1)
+    width = service.plan(items[0].question, *form).backend.requests_at_once if items else 1
     return streamed(lambda item: _row(service, item, form), items, width)
 
 

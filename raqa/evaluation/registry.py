@@ -15,8 +15,7 @@ from __future__ import annotations
 
 import shlex
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -234,15 +233,6 @@ def journal_key(service, experiment: Experiment) -> str:
            f"({len(service.pages)} pages) | judge {judge}"  # fmt: skip
 
 
-@contextmanager
-def _journaled(journal, service) -> Iterator[None]:
-    if journal is None:
-        yield
-        return
-    with call_journal.journaled(journal, page_lookup(service.pages)):
-        yield
-
-
 def server_about(backend, endpoint: str, concurrency: int, reads: str | None = None) -> dict:
     """What a record says of the server that read for it: its provenance (EndpointBackend.provenance: the model
     asked for and reported, fingerprint, sampling), the concurrency, and what it read when not everything."""
@@ -276,7 +266,7 @@ def run(
     inputs = Inputs(service, pool, PositiveIndex(service.pages), limit, options, progress, base)
     journal = call_journal.rows_file(rows, journal_key(service, experiment)) if rows else None
     resumed_from = len(journal.rows) if journal else 0
-    with calls_at_once(options.concurrency), _journaled(journal, service):
+    with calls_at_once(options.concurrency), call_journal.journaled(journal, page_lookup(service.pages)):
         results, seconds = records.timed(experiment.runner, inputs)
     local = experiment.needs_model and options.endpoint is None  # read by the local model, in these weights
     weights = service.config.speed.weights if local else None
