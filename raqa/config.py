@@ -272,31 +272,40 @@ def run_ranges(limits: PublicLimits | None = None) -> tuple[tuple[int, int], tup
     return (WINDOW_RANGE[0], min(WINDOW_RANGE[1], limits.max_window)), (K_RANGE[0], min(K_RANGE[1], limits.max_k))
 
 
-def validate_settings(
-    strategy: object = "iterative",
-    order: object = "forward",
-    window: object = RunSettings.window,
-    k: object = 15,
-    grounded_only: object = False,
-    rationale: object = False,
-    limits: PublicLimits | None = None,
-) -> RunSettings:
-    """Turn raw values from a form, an API call or the command line into RunSettings, or raise SettingsError.
+@dataclass(frozen=True)
+class RunForm:
+    """A run's choices as a visitor, a link, a recording, a batch file or the command line gives them, not yet
+    checked: `Service.plan(question, form)` validates them (validate_settings) and picks the reader."""
+
+    strategy: object = "iterative"
+    order: object = "forward"
+    window: object = RunSettings.window
+    k: object = RunSettings.k
+    grounded_only: object = False
+    rationale: object = False
+    reader: object = None  # a reader's name; None: the page's default reader
+
+    def replace(self, **changes: object) -> RunForm:
+        return replace(self, **changes)
+
+
+def validate_settings(form: RunForm | None = None, limits: PublicLimits | None = None) -> RunSettings:
+    """Turn a form's raw values into RunSettings, or raise SettingsError saying what was wrong and what is allowed.
     With limits (a public page), window and K are capped at limits.max_window and limits.max_k.
 
     Example:
-        >>> validate_settings("iterative", "backward", 2, 10).window
+        >>> validate_settings(RunForm("iterative", "backward", 2, 10)).window
         2
     """
-    public = " on this public page" if limits else ""
+    form, public = form or RunForm(), " on this public page" if limits else ""
     window_range, k_range = run_ranges(limits)
     return RunSettings(
-        strategy=_as_choice("strategy", strategy, get_args(Strategy)),
-        order=_as_choice("order", order, get_args(Order)),
-        window=_as_int(f"window size{public}", window, *window_range),
-        k=_as_int(f"K{public}", k, *k_range),
-        grounded_only=_as_bool("grounded_only", grounded_only),
-        rationale=_as_bool("rationale", rationale),
+        strategy=_as_choice("strategy", form.strategy, get_args(Strategy)),
+        order=_as_choice("order", form.order, get_args(Order)),
+        window=_as_int(f"window size{public}", form.window, *window_range),
+        k=_as_int(f"K{public}", form.k, *k_range),
+        grounded_only=_as_bool("grounded_only", form.grounded_only),
+        rationale=_as_bool("rationale", form.rationale),
     )
 
 

@@ -15,6 +15,7 @@ from raqa.cli import main
 from raqa.config import AppConfig
 from raqa.evaluation import questions
 from raqa.evaluation.questions import QAItem
+from raqa.loading import Lazy
 from raqa.models.scripted import ScriptedBackend
 from raqa.reading.readers import Reader
 from raqa.service import Service
@@ -64,7 +65,7 @@ def served(monkeypatch: pytest.MonkeyPatch, tiny_pages, tiny_index, tmp_path: Pa
     def load(cls, config: AppConfig, **kwargs) -> Service:
         service = Service(config, tiny_pages, tiny_index, None, "tiny", {})
         service.readers = {"endpoint:Srv": Reader("endpoint:Srv", "Srv", None)}
-        service.loaded["endpoint:Srv"] = server
+        service.backends["endpoint:Srv"] = Lazy(value=server)
         return service
 
     monkeypatch.setattr(Service, "load", classmethod(load))

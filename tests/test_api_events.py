@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from raqa.config import AppConfig
+from raqa.config import AppConfig, RunForm
 from raqa.models.scripted import ScriptedBackend
 from raqa.reading.events import to_json
 from raqa.service import Service
@@ -34,7 +34,8 @@ def test_a_client_streams_the_same_events_as_the_engine(served):
     )
     streamed = list(job)
     expected = [
-        to_json(e) for e in service.events(service.plan("Who painted the Mona Lisa?", "iterative", "forward", 3, 5))
+        to_json(e)
+        for e in service.events(service.plan("Who painted the Mona Lisa?", RunForm("iterative", "forward", 3, 5)))
     ]
     assert [e["type"] for e in streamed] == [e["type"] for e in expected]
     assert streamed[-1]["type"] == "final" and streamed[-1]["answer"] == "Leonardo da Vinci"

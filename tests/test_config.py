@@ -11,6 +11,7 @@ import pytest
 from raqa.config import (
     MAX_QUESTION_CHARS,
     AppConfig,
+    RunForm,
     RunSettings,
     ServerConfig,
     SettingsError,
@@ -26,7 +27,7 @@ def test_defaults_match_run_settings() -> None:
 
 
 def test_docstring_example() -> None:
-    settings = validate_settings("iterative", "backward", 2, 10)
+    settings = validate_settings(RunForm("iterative", "backward", 2, 10))
     assert (settings.strategy, settings.order, settings.window, settings.k) == ("iterative", "backward", 2, 10)
 
 
@@ -46,7 +47,7 @@ def test_docstring_example() -> None:
     ],
 )
 def test_whole_numbers_are_coerced(name: str, value: object, expected: int) -> None:
-    settings = validate_settings(**{name: value})
+    settings = validate_settings(RunForm(**{name: value}))
     assert getattr(settings, name) == expected
     assert type(getattr(settings, name)) is int
 
@@ -79,7 +80,7 @@ def test_whole_numbers_are_coerced(name: str, value: object, expected: int) -> N
 )
 def test_bad_numbers_are_rejected_with_the_allowed_range(name: str, value: object, limits: str) -> None:
     with pytest.raises(SettingsError) as error:
-        validate_settings(**{name: value})
+        validate_settings(RunForm(**{name: value}))
     message = str(error.value)
     assert limits in message
     assert repr(value) in message
@@ -88,7 +89,7 @@ def test_bad_numbers_are_rejected_with_the_allowed_range(name: str, value: objec
 
 def test_huge_integer_is_a_settings_error() -> None:
     with pytest.raises(SettingsError):
-        validate_settings(window=10**400)
+        validate_settings(RunForm(window=10**400))
 
 
 @pytest.mark.parametrize(
@@ -102,18 +103,18 @@ def test_huge_integer_is_a_settings_error() -> None:
 )
 def test_bad_choices_list_the_valid_ones(name: str, value: object, choices: str) -> None:
     with pytest.raises(SettingsError, match=re.escape(f"Invalid {name}: {value!r}. Choose from: {choices}.")):
-        validate_settings(**{name: value})
+        validate_settings(RunForm(**{name: value}))
 
 
 @pytest.mark.parametrize("name", ["grounded_only", "rationale"])
 @pytest.mark.parametrize("value", ["true", 1, None])
 def test_flags_must_be_booleans(name: str, value: object) -> None:
     with pytest.raises(SettingsError, match="must be true or false"):
-        validate_settings(**{name: value})
+        validate_settings(RunForm(**{name: value}))
 
 
 def test_flags_are_kept() -> None:
-    settings = validate_settings(strategy="topk", order="backward", grounded_only=True, rationale=True)
+    settings = validate_settings(RunForm(strategy="topk", order="backward", grounded_only=True, rationale=True))
     assert (settings.strategy, settings.order, settings.grounded_only, settings.rationale) == (
         "topk",
         "backward",

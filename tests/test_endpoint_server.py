@@ -12,6 +12,7 @@ import importlib.util
 import pytest
 
 from raqa.config import AppConfig, RunSettings
+from raqa.loading import Lazy
 from raqa.models.endpoint import EndpointBackend, EndpointConfig
 from raqa.models.local import embedded_model_path
 from raqa.ops.llama_server import llama_cpp_server
@@ -57,7 +58,7 @@ def test_the_page_streams_a_run_from_the_server(backend, tiny_pages, tiny_index,
     reader = Reader("endpoint:SmolLM2 (llama.cpp)", "SmolLM2 (llama.cpp)", None)
     service = Service(AppConfig(cache_dir=tmp_path), tiny_pages, tiny_index, None, "tiny", {})
     service.readers = {reader.name: reader}
-    service.loaded[reader.name] = backend
+    service.backends[reader.name] = Lazy(value=backend)
     outputs = list(ask(service, "Where does the Danube end?", "Iterative", "forward", 2, 8, False, False, reader.name))
     answers, windows = outputs[-1][0], outputs[-1][1]
     assert "raqa-failed" not in answers and "raqa-window" in windows

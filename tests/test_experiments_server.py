@@ -16,6 +16,7 @@ from raqa.config import AppConfig
 from raqa.evaluation import questions, registry
 from raqa.evaluation.fan_out import calls_at_once, fan_out
 from raqa.evaluation.questions import QAItem
+from raqa.loading import Lazy
 from raqa.models.base import Choice
 from raqa.models.scripted import ScriptedBackend
 from raqa.reading.readers import Reader
@@ -93,7 +94,7 @@ def served(monkeypatch: pytest.MonkeyPatch, tiny_pages, tiny_index, tmp_path: Pa
             "base": Reader("base", "Base model", None),
             "endpoint:Srv": Reader("endpoint:Srv", "Srv", None),
         }
-        service.loaded["endpoint:Srv"] = server
+        service.backends["endpoint:Srv"] = Lazy(value=server)
         return service
 
     monkeypatch.setattr(Service, "load", classmethod(load))

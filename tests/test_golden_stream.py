@@ -18,6 +18,7 @@ from raqa.cli import main
 from raqa.config import AppConfig
 from raqa.evaluation import questions
 from raqa.evaluation.questions import QAItem
+from raqa.loading import Lazy
 from raqa.models.scripted import ScriptedBackend
 from raqa.reading.events import to_json
 from raqa.reading.readers import BASE_READER, Reader
@@ -61,7 +62,7 @@ def service(monkeypatch, tiny_pages, tiny_index, tmp_path) -> Service:
         "tiny",
         {},
         readers={BASE_READER.name: BASE_READER, TUNED.name: TUNED},
-        loaded={TUNED.name: tuned},
+        backends={TUNED.name: Lazy(value=tuned)},
     )
     loaded.plans = []  # type: ignore[attr-defined]
     events = loaded.events

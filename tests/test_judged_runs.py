@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from raqa.config import AppConfig, RunSettings, SettingsError
+from raqa.config import AppConfig, RunForm, RunSettings, SettingsError
+from raqa.loading import Lazy
 from raqa.models.scripted import ScriptedBackend
 from raqa.reading.agreement import agrees, check_agreement, token_f1
 from raqa.reading.engine import run
@@ -152,10 +153,10 @@ def test_the_service_plans_judge_readers_with_the_judges_threshold(tiny_pages, t
     service = Service(AppConfig(cache_dir=tmp_path), tiny_pages, tiny_index, ScriptedBackend(["NOT FOUND"]), "tiny", {})
     service.readers = {BASE_READER.name: BASE_READER, **{r.name: r for r in JUDGE_READERS}}
     with pytest.raises(SettingsError, match="needs the answer judge"):
-        service.plan(QUESTION, reader="judge")
+        service.plan(QUESTION, RunForm(reader="judge"))
     loads = []
-    service.judge_loader = lambda: loads.append(1) or ScriptedJudge()
-    plan = service.plan(QUESTION, reader="base+judge")
+    service.judge = Lazy(lambda: loads.append(1) or ScriptedJudge())
+    plan = service.plan(QUESTION, RunForm(reader="base+judge"))
     assert plan.settings.reader_mode == "model_judge" and plan.settings.judge_threshold == ScriptedJudge.threshold
     assert plan.settings.gate_threshold == pytest.approx(0.6 + RunSettings.window / 100)  # the default w's gate
     assert plan.judge is service.plan(QUESTION).judge and loads == [1]  # loaded once, on first use

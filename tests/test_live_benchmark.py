@@ -8,15 +8,16 @@ import io
 
 import pytest
 
-from raqa.config import AppConfig
+from raqa.config import AppConfig, RunForm
 from raqa.evaluation.live_benchmark import benchmark_questions, run_benchmark, summarise, to_csv
 from raqa.evaluation.questions import QAItem
+from raqa.loading import Lazy
 from raqa.models.scripted import ScriptedBackend
 from raqa.retrieval.index import BM25Index
 from raqa.service import Service
 from raqa.web.benchmark_tab import benchmark
 
-FORM = ("iterative", "forward", 2, 5, False, False, None)
+FORM = RunForm("iterative", "forward", 2, 5)
 
 
 @pytest.fixture
@@ -86,9 +87,9 @@ def test_a_server_reads_as_many_questions_at_once_as_its_entry_allows(tmp_path, 
     server = Server(lambda m: "NOT FOUND\nREASON: no.")
     service = Service(AppConfig(cache_dir=tmp_path), tiny_pages, BM25Index.build(tiny_pages), None, "tiny", {})
     service.readers = {"endpoint:Srv": Reader("endpoint:Srv", "Srv", None)}
-    service.loaded["endpoint:Srv"] = server
+    service.backends["endpoint:Srv"] = Lazy(value=server)
     items = [QAItem(str(n), f"Who founded the town number {n} of Zzyzx?", ("Curtis Springer",)) for n in range(7)]
-    form = (*FORM[:-1], "endpoint:Srv")
+    form = FORM.replace(reader="endpoint:Srv")
     rows = list(run_benchmark(service, items, form))
     assert [r.question for r in rows] == [i.question for i in items]  # in order, whichever finished first
     assert Server.most == 3

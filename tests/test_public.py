@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from raqa.config import AppConfig, PublicLimits, SettingsError, public_limits, validate_settings
+from raqa.config import AppConfig, PublicLimits, RunForm, SettingsError, public_limits, validate_settings
 from raqa.models.scripted import ScriptedBackend
 from raqa.service import Service
 from raqa.web.visitors import WINDOW_S, VisitorGate, limit_runs, visitor_of
@@ -50,20 +50,20 @@ def test_a_bad_raqa_public_is_named(monkeypatch):
 
 def test_a_public_page_caps_k_and_the_window_with_a_message():
     limits = PublicLimits(max_k=30, max_window=5)
-    assert validate_settings(window=5, k=30, limits=limits).k == 30
+    assert validate_settings(RunForm(window=5, k=30), limits).k == 30
     with pytest.raises(SettingsError, match="K on this public page must be a whole number from 5 to 30, got 31"):
-        validate_settings(k=31, limits=limits)
+        validate_settings(RunForm(k=31), limits)
     with pytest.raises(SettingsError, match="window size on this public page must be .* from 1 to 5, got 6"):
-        validate_settings(window=6, limits=limits)
-    assert validate_settings(window=20, k=100).k == 100  # not public: the full ranges
+        validate_settings(RunForm(window=6), limits)
+    assert validate_settings(RunForm(window=20, k=100)).k == 100  # not public: the full ranges
 
 
 def test_the_service_applies_the_caps_to_every_run(tiny_pages, tiny_index, tmp_path):
     public = Service(AppConfig(cache_dir=tmp_path, public=PublicLimits()), tiny_pages, tiny_index,
                      ScriptedBackend(["NOT FOUND"]), "tiny", {})  # fmt: skip
     with pytest.raises(SettingsError, match="K on this public page"):
-        public.plan("Who painted the Mona Lisa?", k=PublicLimits().max_k + 1)
-    assert public.plan("Who painted the Mona Lisa?", k=PublicLimits().max_k).settings.k == PublicLimits().max_k
+        public.plan("Who painted the Mona Lisa?", RunForm(k=PublicLimits().max_k + 1))
+    assert public.plan("Who painted the Mona Lisa?", RunForm(k=PublicLimits().max_k)).settings.k == PublicLimits().max_k
 
 
 class Clock:
@@ -179,7 +179,7 @@ def test_a_public_page_offers_only_the_endpoints_marked_public(tmp_path, tiny_pa
     public = _endpoints_service(tmp_path, tiny_pages, PublicLimits())
     assert list(public.readers) == ["base", "endpoint:Open"]
     with pytest.raises(SettingsError, match="Invalid reader: 'endpoint:Paid'"):
-        public.plan("Who painted the Mona Lisa?", reader="endpoint:Paid")  # nor through the API
+        public.plan("Who painted the Mona Lisa?", RunForm(reader="endpoint:Paid"))  # nor through the API
 
 
 def test_the_endpoints_file_says_public_with_true_or_false(tmp_path):

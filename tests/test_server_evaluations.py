@@ -17,7 +17,7 @@ from adapt_fakes import FakeAdaptModel, knows_paris
 from conftest import TINY_PAGES
 from test_badges_eval import CountingJudge
 
-from raqa.config import AppConfig, RunSettings
+from raqa.config import AppConfig, RunForm, RunSettings
 from raqa.evaluation import registry
 from raqa.evaluation.badges import run_rows, score
 from raqa.evaluation.fan_out import calls_at_once
@@ -26,6 +26,7 @@ from raqa.evaluation.pipeline_rows import READERS, question_row
 from raqa.evaluation.positives import PositiveIndex
 from raqa.evaluation.questions import QAItem
 from raqa.evaluation.when_to_retrieve import evaluate
+from raqa.loading import Lazy
 from raqa.models.endpoint import EndpointBackend, EndpointConfig
 from raqa.models.local import embedded_model_path
 from raqa.ops.llama_server import llama_cpp_server
@@ -62,7 +63,7 @@ def served(server, few_pages, tmp_path: Path) -> Service:
     """A four-page corpus, no local model, and the server registered as a reader, as RAQA_ENDPOINTS registers it."""
     service = Service(AppConfig(cache_dir=tmp_path), *few_pages, None, "tiny", {})
     service.readers = {"base": Reader("base", "Base model", None), "endpoint:" + NAME: Reader("endpoint:" + NAME, NAME, None)}  # fmt: skip
-    service.loaded["endpoint:" + NAME] = server
+    service.backends["endpoint:" + NAME] = Lazy(value=server)
     return registry.served_by(service, NAME)
 
 
@@ -99,7 +100,7 @@ def test_eval_adapt_asks_the_server_for_the_baselines(server, tiny_index) -> Non
 
 def test_eval_pipeline_reads_its_windows_through_the_server(served) -> None:
     def read(question: str):
-        return served.events(served.plan(question, "iterative", "forward", 3, 8, False, False, "base"))
+        return served.events(served.plan(question, RunForm("iterative", "forward", 3, 8, reader="base")))
 
     local = FakeAdaptModel(knows_paris)  # the closed-book part stays local (eval-pipeline's memory)
     row = question_row(MONA_LISA, "nq", lambda q: closed_book(local, q), {n: read for n in READERS}, lambda a: True)

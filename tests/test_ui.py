@@ -3,6 +3,7 @@
 import pytest
 
 from raqa.config import AppConfig
+from raqa.loading import Lazy
 from raqa.models.scripted import ScriptedBackend
 from raqa.retrieval.corpus import Page
 from raqa.retrieval.index import BM25Index
@@ -64,7 +65,7 @@ def test_the_chosen_reader_reads_and_is_named_in_the_answer(service, tmp_path):
     tuned = Reader("tuned", "Tuned reader", tmp_path, answer_threshold=0.7, shots=0, page_tokens=100)
     loads = []
     service.readers = {"base": BASE_READER, "tuned": tuned}
-    service.loaders["tuned"] = lambda: loads.append("tuned") or tuned_backend
+    service.backends["tuned"] = Lazy(lambda: loads.append("tuned") or tuned_backend)
     outputs = list(ask(service, "apple", "Iterative", "forward", 3, 10, False, False, "tuned"))
     answers = outputs[-1][0]
     assert "Iterative · Tuned reader" in answers and "Apple note 6" in answers

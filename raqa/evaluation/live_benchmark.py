@@ -14,6 +14,7 @@ import io
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
+from raqa.config import RunForm
 from raqa.evaluation.fan_out import streamed
 from raqa.evaluation.metrics import exact_match, is_positive
 from raqa.evaluation.questions import load_questions
@@ -43,16 +44,16 @@ def benchmark_questions(dataset: str, n: int, seed: int = 0):
     return load_questions(dataset, "test", limit=int(n), seed=seed)
 
 
-def run_benchmark(service, items, form: Sequence) -> Iterator[BenchmarkRow]:
-    """One row per question, in order, as each run ends (form: Service.plan's arguments after the question). A model
+def run_benchmark(service, items, form: RunForm) -> Iterator[BenchmarkRow]:
+    """One row per question, in order, as each run ends (each read with form). A model
     server reads as many questions at once as its endpoint entry's concurrency; the local model one at a time."""
-    width = service.plan(items[0].question, *form).backend.requests_at_once if items else 1
+    width = service.plan(items[0].question, form).backend.requests_at_once if items else 1
     return streamed(lambda item: _row(service, item, form), items, width)
 
 
-def _row(service, item, form: Sequence) -> BenchmarkRow:
+def _row(service, item, form: RunForm) -> BenchmarkRow:
     hits, final = (), None
-    for event in service.events(service.plan(item.question, *form)):
+    for event in service.events(service.plan(item.question, form)):
         if isinstance(event, Retrieved):
             hits = event.hits
         elif isinstance(event, (Final, RunFailed)):

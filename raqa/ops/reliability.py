@@ -17,16 +17,16 @@ import statistics
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 
-from raqa.config import RunSettings
+from raqa.config import RunForm
 from raqa.evaluation.records import provenance
 from raqa.ops.bench_timing import percentile
 from raqa.service import Service
 
 # The run's settings after the question, in the order the /run_events endpoint and Service.plan take them:
 # strategy, order, window, K, grounded only, rationale, reader (None = the page's default reader).
-DEFAULT_FORM = ("iterative", "forward", RunSettings.window, RunSettings.k, False, False, None)
+DEFAULT_FORM = RunForm()
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,7 @@ def serve(service: Service, port: int | None = None, **launch_kwargs):
     return demo, f"http://127.0.0.1:{port}/"
 
 
-def _one_session(url: str, question: str, form: Sequence, start: threading.Barrier, timeout: float) -> SessionResult:
+def _one_session(url: str, question: str, form: RunForm, start: threading.Barrier, timeout: float) -> SessionResult:
     from gradio_client import Client
 
     began = time.perf_counter()
@@ -66,7 +66,7 @@ def _one_session(url: str, question: str, form: Sequence, start: threading.Barri
         client = Client(url, verbose=False)
         start.wait(timeout)
         began = time.perf_counter()
-        job = client.submit(question, *form, api_name="/run_events")
+        job = client.submit(question, *astuple(form), api_name="/run_events")
         job.result(timeout=timeout)
         events = tuple(job.outputs())
         seconds = time.perf_counter() - began
@@ -78,7 +78,7 @@ def _one_session(url: str, question: str, form: Sequence, start: threading.Barri
 def drive_sessions(
     url: str,
     questions: Sequence[str],
-    form: Sequence = DEFAULT_FORM,
+    form: RunForm = DEFAULT_FORM,
     timeout: float = 600.0,
     progress: Callable[[int, int], None] | None = None,
 ) -> list[SessionResult]:
@@ -130,7 +130,7 @@ def soak(
     service: Service,
     questions: Sequence[str],
     runs: int,
-    form: Sequence = DEFAULT_FORM,
+    form: RunForm = DEFAULT_FORM,
     progress: Callable[[int, int], None] | None = None,
 ) -> dict:
     """Run `runs` questions one after another, as the page does (Service.plan, then its events); memory after
@@ -146,7 +146,7 @@ def soak(
     try:
         for i in range(runs):
             began = time.perf_counter()
-            for _ in service.events(service.plan(questions[i % len(questions)], *form)):
+            for _ in service.events(service.plan(questions[i % len(questions)], form)):
                 pass
             seconds.append(time.perf_counter() - began)
             gc.collect()
@@ -179,7 +179,7 @@ def own_run_check(service: Service, results: Sequence[SessionResult], k: int) ->
     return checks
 
 
-def load_phase(service: Service, questions: Sequence[str], form: Sequence = DEFAULT_FORM, progress=None) -> dict:
+def load_phase(service: Service, questions: Sequence[str], form: RunForm = DEFAULT_FORM, progress=None) -> dict:
     """Serve the page for service, send every question at once (one session each), then one more after them (the
     server still answers); the summary with each session's seconds and whether it got its own run only."""
     demo, url = serve(service)
@@ -188,7 +188,7 @@ def load_phase(service: Service, questions: Sequence[str], form: Sequence = DEFA
         after = drive_sessions(url, questions[:1], form)
     finally:
         demo.close()
-    k = form[3]
+    k = form.k
     return summarise(results) | {
         "own_run_only": sum(own_run_check(service, results, k)),
         "server_answered_afterwards": after[0].error is None,

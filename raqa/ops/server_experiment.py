@@ -28,6 +28,7 @@ from pathlib import Path
 from raqa.config import AppConfig
 from raqa.evaluation import records
 from raqa.evaluation.registry import EXPERIMENTS, Options, Run, on_server, question_pool, run
+from raqa.loading import Lazy
 from raqa.models.endpoint import EndpointBackend, EndpointConfig
 from raqa.models.endpoints_file import READER_PREFIX
 from raqa.models.local import embedded_model_path
@@ -133,7 +134,7 @@ def main(argv: Iterable[str] | None = None) -> int:
         server = EndpointBackend(EndpointConfig(SERVER_NAME, url, ALIAS, timeout_s=900, deadline_s=1800,
                                                 context_tokens=context), tokens=tokens)  # fmt: skip
         list(server.reply([{"role": "user", "content": "Hello"}], max_new_tokens=1))  # the server loads its model
-        service.loaded[READER_PREFIX + SERVER_NAME] = server
+        service.backends[READER_PREFIX + SERVER_NAME] = Lazy(value=server)
         served = on_server(experiment, service, SERVER_NAME)
         for n in (1, args.concurrency):
             options = Options(seed=args.seed, endpoint=SERVER_NAME, concurrency=n)

@@ -43,7 +43,7 @@ WHY_JS = """() => {
 
 def backend_named(service, model: str):
     """The loaded backend that made a run (RunStarted.model), or None when it is not loaded here."""
-    for backend in (service.backend, *service.loaded.values()):
+    for backend in (service.backend, *(lazy.loaded for lazy in service.backends.values())):
         if backend is not None and backend.name == model:
             return backend
     return None

@@ -1,0 +1,171 @@
+"""Load what a service runs on: the pages, the BM25 index and the base model at once; every other model (a trained
+reader's adapter, a model server, the answer judge, the When-to-retrieve adapters) registered as a `Lazy`, loaded
+when a run first needs it. So `python -m raqa ask` on the base model pays for the base model only.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Generic, TypeVar
+
+from raqa.config import AppConfig
+from raqa.models.base import Backend, ModelError
+from raqa.models.endpoint import EndpointBackend
+from raqa.models.endpoints_file import READER_PREFIX, EndpointConfigError, load_endpoints
+from raqa.models.local import TransformersBackend
+from raqa.reading.judge import CARD_FILE as JUDGE_CARD
+from raqa.reading.judge import JUDGE_DIR, AnswerJudge
+from raqa.reading.readers import BASE_READER, JUDGE_READERS, MODEL_JUDGE_READER, Reader, available_readers
+from raqa.retrieval.corpus import Page, corpus_name, load_corpus
+from raqa.retrieval.index import load_or_build
+from raqa.retrieval.pagestore import PageStore
+from raqa.when_to_retrieve.model import ADAPT_DIR, load_adapt_model
+from raqa.when_to_retrieve.popularity import load_popularity
+
+T = TypeVar("T")
+Progress = Callable[[str], None]
+
+# Corpus files larger than this are read from disk on demand (pagestore.py) instead of into memory.
+PAGESTORE_ABOVE_BYTES = 64 * 1024 * 1024
+
+# The reader the page starts with, unless RAQA_READER says otherwise (see README: chosen by measurement): the
+# model behind the answer judge's gate when the judge is shipped, else the base model.
+DEFAULT_READER = MODEL_JUDGE_READER.name
+
+
+class Lazy(Generic[T]):
+    """A thing loaded on first use, once, even when two visitors ask for it at the same moment.
+
+    Example:
+        >>> calls = []
+        >>> model = Lazy(lambda: calls.append(1) or "weights")
+        >>> model.get(), model.get(), calls
+        ('weights', 'weights', [1])
+        >>> Lazy().get() is None, Lazy(value=3).get()
+        (True, 3)
+    """
+
+    def __init__(self, load: Callable[[], T] | None = None, value: T | None = None):
+        self._load, self._value, self._lock = load, value, threading.Lock()
+
+    @property
+    def available(self) -> bool:
+        """Whether there is something to get (loaded already, or a way to load it)."""
+        return self._value is not None or self._load is not None
+
+    @property
+    def loaded(self) -> T | None:
+        """The thing if it is loaded already, without loading it."""
+        return self._value
+
+    def get(self) -> T | None:
+        """The thing, loaded now if it was not yet; None when there is nothing to load."""
+        if self._value is None and self._load is not None:
+            with self._lock:
+                if self._value is None:
+                    self._value = self._load()
+        return self._value
+
+
+def load_service(cls, config: AppConfig, progress: Progress, backend: Backend | None, load_model: bool):
+    """A service of class cls with corpus, index and the base model (or the given backend) loaded; the readers,
+    servers, judge and When-to-retrieve adapters registered. Raises CorpusError or ModelError."""
+    timings: dict[str, float] = {}
+    if backend is None and load_model:
+        TransformersBackend.check_paths(config.model, config.adapter)  # before anything is cached
+    endpoints = _endpoint_readers(config.endpoints, config.public is not None) if config.endpoints else {}
+    start = time.perf_counter()
+    progress(f"Loading the corpus: {corpus_name(config.corpus)}")
+    pages = open_corpus(config, progress)
+    timings["corpus_s"] = time.perf_counter() - start
+    start = time.perf_counter()
+    index = load_or_build(pages, config.cache_dir, progress=lambda message, fraction: progress(message))
+    timings["index_s"] = time.perf_counter() - start
+    start = time.perf_counter()
+    service = cls(config, pages, index, backend, corpus_name(config.corpus), timings)
+    if backend is None and load_model:
+        service.backend = TransformersBackend.load(
+            config.model, config.adapter, config.cache_dir, progress, config.speed
+        )
+        if config.model is None and config.adapter is None:  # the shipped adapters fit the embedded model only
+            _register_readers(service, progress)
+            _register_adapt_model(service, progress)
+        _register_judge(service, progress)
+    if endpoints:
+        service.readers = service.readers or {BASE_READER.name: BASE_READER}
+        for name, (reader, endpoint_backend) in endpoints.items():
+            service.readers[name] = reader
+            service.backends[name] = Lazy(value=endpoint_backend)
+    service.readers = _default_first(service.readers, config.reader)
+    timings["model_s"] = time.perf_counter() - start
+    service.popularity = load_popularity(config.popqa) if config.popqa else {}
+    progress(f"Ready: {len(pages):,} pages, model {service.backend.name if service.backend else 'not loaded'}")
+    return service
+
+
+def _register_readers(service, progress: Progress) -> None:
+    """The shipped readers; each adapter is loaded when a visitor first chooses it."""
+    service.readers = {BASE_READER.name: BASE_READER}
+    cache_dir = service.config.cache_dir
+    for reader in available_readers():
+        if reader.adapter is not None:
+            service.readers[reader.name] = reader
+            adapter = str(reader.adapter)
+            service.backends[reader.name] = Lazy(
+                lambda a=adapter: TransformersBackend.load(None, a, cache_dir, progress)
+            )
+
+
+def _register_judge(service, progress: Progress) -> None:
+    """The answer judge, when one is shipped: every run's badge then comes from it, and the readers it makes
+    possible (the model + judge, the judge alone) are offered after the model's own."""
+    if not (JUDGE_DIR / JUDGE_CARD).is_file():
+        return
+
+    def load() -> AnswerJudge:
+        progress("Loading the answer judge")
+        return AnswerJudge.load(JUDGE_DIR)
+
+    service.judge = Lazy(load)
+    service.readers = service.readers or {BASE_READER.name: BASE_READER}
+    service.readers.update({reader.name: reader for reader in JUDGE_READERS})
+
+
+def _register_adapt_model(service, progress: Progress) -> None:
+    """The Adapt-LLM adapters on a copy of the embedded model, when they are shipped."""
+    base = service.backend
+    if isinstance(base, TransformersBackend) and (ADAPT_DIR / "adapt" / "adapter_config.json").is_file():
+        cache_dir = service.config.cache_dir
+        service.adapt = Lazy(lambda: load_adapt_model(cache_dir, ADAPT_DIR, progress, base=base))
+
+
+def _default_first(readers: dict[str, Reader], configured: str | None) -> dict[str, Reader]:
+    """The configured reader first (RAQA_READER), else DEFAULT_READER, else the order they were found in."""
+    if not readers:
+        return readers
+    first = (
+        configured if configured in readers else DEFAULT_READER if DEFAULT_READER in readers else next(iter(readers))
+    )
+    return {first: readers[first], **{k: v for k, v in readers.items() if k != first}}
+
+
+def open_corpus(config: AppConfig, progress: Progress) -> Sequence[Page]:
+    """The corpus as a list of pages, or as a PageStore when the file is large."""
+    if config.corpus is not None and Path(config.corpus).is_file():
+        if Path(config.corpus).stat().st_size > PAGESTORE_ABOVE_BYTES:
+            return PageStore.open(config.corpus, config.cache_dir, lambda message, fraction: progress(message))
+    return load_corpus(config.corpus)
+
+
+def _endpoint_readers(path: str, public_page: bool = False) -> dict[str, tuple[Reader, Backend]]:
+    """The operator's model servers (RAQA_ENDPOINTS), each offered to visitors as a reader; on a public page only
+    those the file marks "public": true (a server with a paid key is not offered to strangers by default)."""
+    try:
+        configs = load_endpoints(path)
+    except EndpointConfigError as e:
+        raise ModelError(str(e)) from None
+    offered = [c for c in configs if c.public or not public_page]
+    return {READER_PREFIX + c.name: (Reader(READER_PREFIX + c.name, c.name, None), EndpointBackend(c)) for c in offered}
