@@ -54,15 +54,15 @@ def test_only_answered_windows_become_rows_and_the_summary_counts_them(tiny_page
     assert summary["by_kind"]["answer_free"]["n"] == 0
 
 
-def test_the_committed_record_is_recomputed_from_its_rows_and_the_readme_shows_it() -> None:
+def test_the_committed_record_is_recomputed_from_its_rows_and_the_docs_show_it() -> None:
     record = json.loads(RECORD.read_text(encoding="utf-8"))
     results = record["results"]
     again = summarise(results["rows"])
     assert json.dumps(again, sort_keys=True) == json.dumps({k: results[k] for k in again}, sort_keys=True)
     assert results["answered_windows"] >= 200  # the n
     assert record["command"].startswith("python -m raqa experiment attribution")
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert markdown_table(results) in readme
+    reading = (ROOT / "docs" / "reading.md").read_text(encoding="utf-8")
+    assert markdown_table(results) in reading
 
 
 def test_the_figure_draws_every_group_and_the_three_aucs() -> None:

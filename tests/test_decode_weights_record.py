@@ -46,7 +46,7 @@ def test_every_window_figure_with_packed_weights_lies_in_fp32s_interval(records)
             assert got == pytest.approx(want, abs=1e-3), (reader, same)  # prompts are read in fp32 either way
 
 
-def test_the_readme_table_is_rendered_from_the_records_and_the_bench_holds_all_three_paths() -> None:
+def test_the_docs_table_is_rendered_from_the_records_and_the_bench_holds_all_three_paths() -> None:
     from raqa.ops.decode_report import load_records, markdown_table
 
     records = load_records()
@@ -55,5 +55,5 @@ def test_the_readme_table_is_rendered_from_the_records_and_the_bench_holds_all_t
         assert speed[path]["decode_tok_s"] > 0 and speed[path]["prefill_tok_s"] > 0
         assert speed[path]["prompt_tokens"] == speed["fp32"]["prompt_tokens"]  # the same prompt for all three
     assert {"off", "on_fp32_weights", "on"} <= set(records["load"]["results"])
-    readme = (FOLDER.parents[2] / "README.md").read_text(encoding="utf-8")
-    assert markdown_table(records) in readme
+    speed = (FOLDER.parents[2] / "docs" / "speed.md").read_text(encoding="utf-8")
+    assert markdown_table(records) in speed

@@ -325,7 +325,7 @@ def _the_examples_behave(tab) -> None:
     """Every example under the question box, with the page's defaults, and one fresh question. The badge never
     lies: nothing ends green (Answered) on a wrong answer, and the questions the corpus cannot answer end with Not
     found. With the support model no threshold reached 90% precision on dev, so right answers end amber (Weak
-    support, "unsure") or, where their support is below Weak, Not found (the Titanic's "1912", README); and the
+    support, "unsure") or, where their support is below Weak, Not found (the Titanic's "1912"; docs/judge.md); and the
     fresh question whose page calls the Atlantic the *second* largest ocean never ends green."""
     import json
 

@@ -199,15 +199,15 @@ def test_the_page_spells_api_visibility_as_gradio_6_does():
 
 
 def test_only_the_documented_endpoints_are_public(tiny_pages, tiny_index, tmp_path):
-    """The named API endpoints the README lists are the ones Gradio offers to clients, and no others."""
+    """The named API endpoints docs/deploy.md lists are the ones Gradio offers to clients, and no others."""
     from raqa.web.app import build_demo
 
     service = Service(AppConfig(cache_dir=tmp_path), tiny_pages, tiny_index, ScriptedBackend([]), "tiny", {})
     demo = build_demo(service)
     offered = sorted(demo.get_api_info()["named_endpoints"])
     assert offered == ["/ask", "/pipeline", "/route", "/run_events"]
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("### Named API endpoints", 1)[1].split("\n## ", 1)[0]
+    deploy = (ROOT / "docs" / "deploy.md").read_text(encoding="utf-8")
+    section = deploy.split("## Named API endpoints", 1)[1].split("\n## ", 1)[0]
     assert all(f"`{name}`" in section for name in offered)
 
 

@@ -3,7 +3,7 @@
 A fresh virtual environment (no system packages) gets `pip install -r requirements.txt`, as a Space's build does;
 then `python app.py` runs with SPACE_ID set and an empty cache, so it installs the data packages itself, builds
 the index, dequantises the model and serves the public page. Headless chromium replays an example and runs one
-live question. Then the same start again, warm. The times are printed (README, "Deploy as a Space").
+live question. Then the same start again, warm. The times are printed (docs/deploy.md).
 """
 
 from __future__ import annotations
