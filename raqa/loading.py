@@ -31,7 +31,7 @@ Progress = Callable[[str], None]
 # Corpus files larger than this are read from disk on demand (pagestore.py) instead of into memory.
 PAGESTORE_ABOVE_BYTES = 64 * 1024 * 1024
 
-# The reader the page starts with, unless RAQA_READER says otherwise (see README: chosen by measurement): the
+# The reader the page starts with, unless RAQA_READER says otherwise (docs/reading.md: chosen by measurement): the
 # model behind the answer judge's gate when the judge is shipped, else the base model.
 DEFAULT_READER = MODEL_JUDGE_READER.name
 

@@ -120,7 +120,7 @@ def _pct(e: dict) -> str:
 
 
 def markdown_table(results: dict) -> str:
-    """The README's table, rendered from the record's results (a test holds the README to it)."""
+    """docs/reading.md's table, rendered from the record's results (a test holds the page to it)."""
     groups = [("all answered windows", results["all"])]
     groups += [(k.replace("_", "-") + " windows", v) for k, v in results["by_kind"].items()]
     groups += [(f"badge {b}", v) for b, v in results["by_badge"].items()]

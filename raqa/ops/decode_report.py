@@ -1,4 +1,4 @@
-"""The README's table on decode weights, rendered from the committed records (a test holds the README to it):
+"""docs/speed.md's table on decode weights, rendered from the committed records (a test holds the page to it):
 
 assets/results/bench.json                 speed.fp32 / .int4 / .llama_cpp_in_process, and the replies;
 assets/results/load-test.json             the classroom, all on with fp32 weights against packed weights;
@@ -80,7 +80,7 @@ def markdown_table(records: dict) -> str:
 
 
 def main() -> None:
-    """`python -m raqa.ops.decode_report`: print the table for the README."""
+    """`python -m raqa.ops.decode_report`: print the table docs/speed.md shows."""
     print(markdown_table(load_records()))
 
 

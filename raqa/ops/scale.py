@@ -5,7 +5,7 @@ The generated pages are made of real sentences: each takes a title and 3 to 8 se
 page count is whatever is asked. Generation runs in a child process, so the peak memory measured is the
 build's own: the page store's scan and the streamed index build, reading the file from disk. Queries are
 timed on the memory-mapped index with real NQ-open questions, and each query also reads its top 10 pages
-from the file. Left out: the 5.9 M-page KILT file itself (not installable here); the README extrapolates.
+from the file. Left out: the 5.9 M-page KILT file itself (not installable here); docs/reliability.md extrapolates.
 """
 
 from __future__ import annotations
