@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from raqa.when_to_retrieve.policies import RET
+from raqa.when_to_retrieve.prompts import RET
 
 
 class FakeAdaptModel:

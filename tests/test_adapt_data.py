@@ -15,7 +15,7 @@ from raqa.training.when_to_retrieve_data import (
     label,
     read_labelled,
 )
-from raqa.when_to_retrieve.policies import RET
+from raqa.when_to_retrieve.prompts import RET
 
 ITEMS = [
     ("nq", QAItem("nq-dev-1", "Who first reached the summit of Everest in 1953?", ("Edmund Hillary", "Hillary"))),

@@ -6,8 +6,9 @@ import pytest
 from adapt_fakes import FakeAdaptModel, knows_paris
 
 from raqa.evaluation.questions import QAItem
-from raqa.evaluation.when_to_retrieve import evaluate, evaluate_question, popularity_baseline, summarise
-from raqa.when_to_retrieve.policies import RET
+from raqa.evaluation.when_to_retrieve import evaluate, evaluate_question, popularity_rows
+from raqa.evaluation.when_to_retrieve_scores import summarise_policies as summarise
+from raqa.when_to_retrieve.prompts import RET
 
 PARIS = QAItem("q1", "What is the capital of France?", ("Paris",))
 EVEREST = QAItem("q2", "Which mountain did Hillary climb in 1953?", ("Mount Everest", "Everest"))
@@ -79,18 +80,21 @@ def test_popularity_baseline_is_tuned_on_one_half_and_scored_on_the_other(tiny_i
     # popular questions are about France (known from memory); unpopular ones need the page
     items = [PopItem(f"p{i}", PARIS.question, PARIS.answers, 10_000 + i) for i in range(4)]
     items += [PopItem(f"e{i}", EVEREST.question, EVEREST.answers, 5 + i) for i in range(4)]
-    result = popularity_baseline(items, FakeAdaptModel(knows_paris), _search(tiny_index), seed=1)
+    result = popularity_rows(items, FakeAdaptModel(knows_paris), _search(tiny_index), seed=1)
     assert result["dev_n"] == 4 and len(result["rows"]) == 4
-    summary = result["summary"]
+    summary = summarise(result["rows"])
     assert summary["policies"]["popularity"]["accuracy"]["value"] == 1.0
     for row in result["rows"]:
         assert row["popularity"]["retrieved"] == row["id"].startswith("e")
+    assert summary["popularity_retrieval_rate"]["value"] == pytest.approx(
+        sum(r["id"][0] == "e" for r in result["rows"]) / 4
+    )
     with pytest.raises(ValueError, match="at least 4"):
-        popularity_baseline(items[:3], FakeAdaptModel(knows_paris), _search(tiny_index))
+        popularity_rows(items[:3], FakeAdaptModel(knows_paris), _search(tiny_index))
 
 
 def test_figures_show_each_policy_ret_rate_and_table_3(tiny_index):
-    from raqa.web.figures_when_to_retrieve import FIGURES
+    from raqa.web.figures_when_to_retrieve import ADAPT_FIGURES as FIGURES
 
     rows = evaluate([PARIS, EVEREST, DANUBE], FakeAdaptModel(knows_paris), _search(tiny_index))
     record = {"results": {"datasets": {"nq": summarise(rows), "triviaqa": summarise(rows[:2])}}}
@@ -115,7 +119,7 @@ def test_the_committed_evaluation_draws_without_errors():
     import json
     from pathlib import Path
 
-    from raqa.web.figures_when_to_retrieve import FIGURES
+    from raqa.web.figures_when_to_retrieve import ADAPT_FIGURES as FIGURES
 
     paths = sorted((Path(__file__).parent.parent / "assets" / "results").glob("when_to_retrieve-*.json"))
     for path in paths:

@@ -10,7 +10,7 @@ import pytest
 from raqa.models.base import ModelError
 from raqa.training.when_to_retrieve_data import Labelled, data_summary, examples
 from raqa.when_to_retrieve.model import ADAPT_DIR, CARD_FILE, adapter_dirs
-from raqa.when_to_retrieve.policies import RET, closed_book_messages, parametric_messages
+from raqa.when_to_retrieve.prompts import RET, closed_book_messages, parametric_messages
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -15,6 +15,7 @@ import pytest
 from raqa.cli import main
 from raqa.config import AppConfig, RunSettings
 from raqa.models.base import ModelError
+from raqa.loading import Lazy
 from raqa.models.scripted import ScriptedBackend
 from raqa.reading.readers import BASE_READER, Reader
 from raqa.retrieval.corpus import Page
@@ -374,7 +375,7 @@ def test_route_decides_the_popularity_policy_from_raqa_popqa(
 
         loads.append(config)
         service = Service(config, tiny_pages, tiny_index, ScriptedBackend([]), "tiny", {})
-        service.adapt = FakeAdaptModel(knows_paris)
+        service.adapt = Lazy(value=FakeAdaptModel(knows_paris))
         service.popularity = load_popularity(config.popqa)
         return service
 
@@ -382,11 +383,11 @@ def test_route_decides_the_popularity_policy_from_raqa_popqa(
     argv = ["route", question, "--policies", "popularity,never", "--adapters", str(ADAPT_DIR)]
     assert main(argv) == 0
     events = json_lines(capsys.readouterr().out)
-    decision = events[0]
-    assert (decision["type"], decision["policy"], decision["retrieve"]) == ("decision", "popularity", retrieve)
-    assert (decision["popularity"], decision["threshold"]) == (popularity, 100)
-    assert [e["type"] for e in events if e["policy"] == "popularity"][-1] == "answer"
-    assert [e["type"] for e in events if e["policy"] == "never"] == ["decision", "answer"]
+    decisions = [e for e in events if e["type"] == "retrieval_decided"]  # one run of the stream per policy
+    assert [d["policy"] for d in decisions] == ["popularity", "never"] and decisions[0]["retrieve"] is retrieve
+    assert (decisions[0]["confidence"], decisions[0]["threshold"]) == (popularity, 100)
+    assert [e["type"] for e in events].count("pipeline_ended") == 2 and events[0]["type"] == "closed_book_answered"
+    assert [e["type"] for e in events][-3:] == ["closed_book_answered", "retrieval_decided", "pipeline_ended"]
     assert loads[0].model is None and loads[0].adapter is None  # the adapters' own model, whatever RAQA_MODEL says
 
 

@@ -9,6 +9,7 @@ from adapt_fakes import FakeAdaptModel, knows_paris
 
 from raqa.cli import main
 from raqa.config import AppConfig
+from raqa.loading import Lazy
 from raqa.models.scripted import ScriptedBackend
 from raqa.service import Service
 
@@ -17,7 +18,7 @@ from raqa.service import Service
 def fake_service(monkeypatch, tiny_pages, tiny_index):
     def load(cls, config: AppConfig, **kwargs) -> Service:
         return Service(config, tiny_pages, tiny_index, ScriptedBackend(["NOT FOUND"] * 20), "tiny", {},
-                       adapt=FakeAdaptModel(knows_paris))  # fmt: skip
+                       adapt=Lazy(value=FakeAdaptModel(knows_paris)))  # fmt: skip
 
     monkeypatch.setattr(Service, "load", classmethod(load))
 

@@ -21,6 +21,7 @@ import pytest
 from adapt_fakes import FakeAdaptModel, knows_paris
 
 from raqa.config import AppConfig
+from raqa.loading import Lazy
 from raqa.models.scripted import ScriptedBackend
 from raqa.retrieval.corpus import Page
 from raqa.retrieval.index import BM25Index
@@ -88,7 +89,7 @@ def server(tmp_path_factory, backend):
         backend,
         "test corpus",
         {},
-        adapt=FakeAdaptModel(knows_paris),
+        adapt=Lazy(value=FakeAdaptModel(knows_paris)),
     )
     port = _free_port()
     demo = build_demo(service)
@@ -260,12 +261,11 @@ def test_the_default_app_answers_on_the_real_model(browser, tmp_path):
         _a_lesson_step_loads_its_settings_and_replays(tab)
         # When to retrieve, on the real model and the committed adapters
         tab.get_by_role("tab", name="When to retrieve").click()
-        tab.locator("#raqa-route-question textarea").fill("Who painted the Mona Lisa?")
-        tab.locator("#raqa-route-run").click()
-        tab.wait_for_selector('#raqa-route-cards .raqa-route-grid[data-done="true"]', timeout=180000)
-        adapt = tab.locator(".raqa-route-adapt").inner_text()
-        assert "P(<RET>) = " in adapt and ("Retrieved" in adapt or "From memory" in adapt)
-        assert "Mona Lisa" in tab.locator(".raqa-route-always").inner_text()  # the page AR-LLM read
+        tab.locator("#raqa-pipe-question textarea").fill("Who painted the Mona Lisa?")
+        tab.locator("#raqa-pipe-run").click()
+        tab.wait_for_selector('#raqa-pipe-out .raqa-pipeline[data-done="true"]', timeout=180000)
+        steps = tab.locator("#raqa-pipe-out").inner_text()
+        assert "P(<RET>) " in steps and ("retrieve" in steps or "answer from memory" in steps)
         _a_pipeline_example_replays_its_recording(tab)
         artifacts = os.environ.get("RAQA_SCREENSHOTS")
         if artifacts:
@@ -378,28 +378,30 @@ def test_experiments_view_shows_every_committed_result_as_a_figure(page):
     assert all(any(f"python -m raqa {verb}" in c for verb in verbs) for c in captions), (verbs, captions)
 
 
-def test_when_to_retrieve_shows_four_decisions_and_the_evaluation(page):
+def test_when_to_retrieve_leads_with_the_pipeline_and_folds_the_evaluation(page):
     import json
 
     page.get_by_role("tab", name="When to retrieve").click()
-    page.locator("#raqa-route-question textarea").fill(XSS_QUESTION)
-    page.locator("#raqa-route-run").click()
-    page.wait_for_selector('#raqa-route-cards .raqa-route-grid[data-done="true"]', timeout=30000)
-    assert page.locator(".raqa-route-card").count() == 4
-    adapt = page.locator(".raqa-route-adapt")
-    assert "Retrieved" in adapt.inner_text() and "P(<RET>) = 0.900" in adapt.inner_text()
-    assert "Zebra facts" in adapt.inner_text()  # the page it read: a hostile title, shown as text
-    assert "Cannot decide" in page.locator(".raqa-route-popularity").inner_text()
+    page.locator("#raqa-pipe-question textarea").fill(XSS_QUESTION)
+    page.locator("#raqa-pipe-run").click()
+    page.wait_for_selector('#raqa-pipe-out .raqa-pipeline[data-done="true"]', timeout=30000)
+    steps = page.locator("#raqa-pipe-out").inner_text()
+    assert "1. Answer closed-book" in steps and "2. Decide" in steps and "P(<RET>) 0.900" in steps
+    assert "Zebra facts" in steps  # the window's page: a hostile title, shown as text
     assert page.evaluate("() => window.__raqa_xss") is None and page.dialogs == []
-    assert page.locator("#raqa-route-cards img, #raqa-route-cards script").count() == 0
-    evaluations = [
-        p
-        for p in (ROOT / "assets" / "results").glob("when_to_retrieve-*.json")
-        if "error" not in json.loads(p.read_text())
-    ]
-    if evaluations:
+    assert page.locator("#raqa-pipe-out img, #raqa-pipe-out script").count() == 0
+    # the evaluations' figures wait, folded, under one accordion below the live pipeline
+    accordion = page.locator("#raqa-w2r-evaluation")
+    assert accordion.count() == 1
+    assert page.locator("#raqa-pipe-run").bounding_box()["y"] < accordion.bounding_box()["y"]
+    records = [json.loads(p.read_text()) for p in (ROOT / "assets" / "results").glob("*.json")]
+    kinds = {"pipeline": 3, "ret_signal": 1, "when_to_retrieve": 4}
+    figures = sum(kinds.get(r.get("experiment"), 0) for r in records if "error" not in r)
+    if figures:
+        accordion.get_by_text("The evaluations").first.click()
         page.wait_for_function(
-            f"() => document.querySelectorAll('.raqa-route-figure .js-plotly-plot').length >= {4 * len(evaluations)}",
+            f"() => document.querySelectorAll('.raqa-w2r-figure .js-plotly-plot').length >= {figures}",
             timeout=30000,
         )
-        assert "python -m raqa eval-adapt" in page.locator(".raqa-route-caption").first.inner_text()
+        captions = " ".join(page.locator(".raqa-w2r-caption").all_inner_texts())
+        assert "python -m raqa eval-adapt" in captions and "python -m raqa eval-pipeline" in captions

@@ -10,8 +10,10 @@ import pytest
 from test_e2e import ROOT, _free_port, _fruit_pages, backend, browser  # noqa: F401 - the fixtures, shared
 from test_pipeline_eval import _rows
 
-from raqa.evaluation.pipeline_scores import summarise, tuned_thresholds
 from raqa.evaluation.records import write
+from raqa.evaluation.when_to_retrieve import tuned_thresholds
+from raqa.evaluation.when_to_retrieve_scores import summarise
+from raqa.loading import Lazy
 from raqa.web.pipeline_recordings import Choice, record_pipeline, write_pipeline_recording
 
 pytestmark = pytest.mark.e2e
@@ -37,7 +39,7 @@ def server(tmp_path_factory, backend):  # noqa: F811
     write("pipeline", "nq", record, {"command": "python -m raqa eval-pipeline (synthetic rows)"}, results)
     pages = _fruit_pages()
     service = Service(AppConfig(cache_dir=tmp_path_factory.mktemp("cache")), pages, BM25Index.build(pages), backend,
-                      "test corpus", {}, adapt=FakeAdaptModel(knows_paris))  # fmt: skip
+                      "test corpus", {}, adapt=Lazy(value=FakeAdaptModel(knows_paris)))  # fmt: skip
     recordings = tmp_path_factory.mktemp("recordings")
     threshold = tuned_thresholds(json.loads(next(results.glob("pipeline-*.json")).read_text()))["adapt"]
     # the tab's first example, recorded with the tab's default choices (the fake knows Paris from memory)
@@ -125,8 +127,9 @@ def test_the_pipeline_retrieves_reads_windows_and_admits_ignorance(tab):
     assert tab.locator('#raqa-pipe-out [data-retrieve="true"]').count() == 1
 
 
-def test_the_committed_evaluation_draws_its_figures(tab):
-    tab.wait_for_function("() => document.querySelectorAll('.raqa-pipe-figure .js-plotly-plot').length >= 3",
+def test_the_committed_evaluation_draws_its_figures_under_the_accordion(tab):
+    tab.locator("#raqa-w2r-evaluation").get_by_text("The evaluations").first.click()
+    tab.wait_for_function("() => document.querySelectorAll('.raqa-w2r-figure .js-plotly-plot').length >= 3",
                           timeout=30000)  # fmt: skip
-    assert "eval-pipeline" in tab.locator(".raqa-pipe-caption").first.inner_text()
+    assert "eval-pipeline" in tab.locator(".raqa-w2r-caption").first.inner_text()
     assert "nq test, n=40" in tab.locator(".raqa-pipe-summary summary").first.inner_text()

@@ -1,5 +1,5 @@
-"""Both papers in one run: the closed-book answer, the decision and the windows, as one event stream, from the
-service (what the page and the CLI call) with a scripted reader and a scripted Adapt-LLM model."""
+"""Both papers in one run: the closed-book answer, the decision and the windows, as one event stream, from
+planning.pipeline (what the page and the CLI call) with a scripted reader and a scripted Adapt-LLM model."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import pytest
 from adapt_fakes import FakeAdaptModel, knows_paris
 
 from raqa.config import AppConfig, SettingsError
+from raqa.loading import Lazy
 from raqa.models.scripted import ScriptedBackend
 from raqa.reading.events import Final, RunStarted, WindowVerdict, to_json
 from raqa.service import Service
@@ -16,6 +17,7 @@ from raqa.when_to_retrieve.pipeline import (
     RetrievalDecided,
     decide_retrieval,
 )
+from raqa.when_to_retrieve.planning import pipeline
 from raqa.when_to_retrieve.uncertainty import token_signals
 
 
@@ -29,7 +31,7 @@ def _reader(messages) -> str:
 @pytest.fixture
 def service(tmp_path, tiny_pages, tiny_index):
     return Service(AppConfig(cache_dir=tmp_path), tiny_pages, tiny_index, ScriptedBackend(_reader), "tiny", {},
-                   adapt=FakeAdaptModel(knows_paris))  # fmt: skip
+                   adapt=Lazy(value=FakeAdaptModel(knows_paris)))  # fmt: skip
 
 
 def _types(events) -> list[str]:
@@ -37,7 +39,7 @@ def _types(events) -> list[str]:
 
 
 def test_a_known_answer_stays_closed_book_and_reads_no_page(service):
-    events = list(service.pipeline("What is the capital of France?", "adapt", 0.5))
+    events = list(pipeline(service, "What is the capital of France?", "adapt", 0.5))
     assert _types(events) == ["ClosedBookAnswered", "RetrievalDecided", "PipelineEnded"]
     closed, decision, ended = events
     assert closed.answer == "Paris" and dict(closed.signals)["not_ret"] == pytest.approx(0.9)
@@ -47,7 +49,7 @@ def test_a_known_answer_stays_closed_book_and_reads_no_page(service):
 
 
 def test_an_unknown_answer_retrieves_and_a_window_answers(service):
-    events = list(service.pipeline("Who first climbed Mount Everest with Tenzing Norgay?", "adapt", 0.5))
+    events = list(pipeline(service, "Who first climbed Mount Everest with Tenzing Norgay?", "adapt", 0.5))
     kinds = _types(events)
     assert kinds[:3] == ["ClosedBookAnswered", "RetrievalDecided", "RunStarted"] and kinds[-1] == "PipelineEnded"
     assert events[1].retrieve is True
@@ -58,7 +60,7 @@ def test_an_unknown_answer_retrieves_and_a_window_answers(service):
 
 
 def test_no_answering_window_ends_in_i_dont_know_not_the_memory_answer(service):
-    events = list(service.pipeline("Which insect makes honey in colonies?", "always", None))
+    events = list(pipeline(service, "Which insect makes honey in colonies?", "always", None))
     assert any(isinstance(e, WindowVerdict) for e in events)
     ended = events[-1]
     assert isinstance(ended, PipelineEnded) and ended.answer is None and ended.source == "none"
@@ -71,7 +73,7 @@ def test_no_answering_window_ends_in_i_dont_know_not_the_memory_answer(service):
      ("mean_entropy", -1.0, False), ("mean_entropy", 0.0, True)],
 )  # fmt: skip
 def test_uncertainty_policies_threshold_the_closed_book_answer(service, policy, threshold, retrieves):
-    events = list(service.pipeline("What is the capital of France?", policy, threshold))
+    events = list(pipeline(service, "What is the capital of France?", policy, threshold))
     decision = next(e for e in events if isinstance(e, RetrievalDecided))
     assert decision.retrieve is retrieves and decision.policy == policy
 
@@ -83,15 +85,15 @@ def test_uncertainty_policies_threshold_the_closed_book_answer(service, policy, 
 )  # fmt: skip
 def test_a_bad_policy_or_threshold_is_refused_before_any_model_call(service, policy, threshold, message):
     with pytest.raises(SettingsError, match=message):
-        service.pipeline("What is the capital of France?", policy, threshold)
-    assert service.adapt.calls == [] and service.backend.requests == []
+        pipeline(service, "What is the capital of France?", policy, threshold)
+    assert service.adapt.get().calls == [] and service.backend.requests == []
 
 
 def test_bad_reading_settings_are_refused_too(service):
     with pytest.raises(SettingsError):
-        service.pipeline("Everest?", "always", None, window=0)
+        pipeline(service, "Everest?", "always", None, window=0)
     with pytest.raises(SettingsError):
-        service.pipeline("", "always", None)
+        pipeline(service, "", "always", None)
 
 
 def test_signals_read_the_same_way_higher_is_surer():
@@ -102,7 +104,7 @@ def test_signals_read_the_same_way_higher_is_surer():
 
 
 def test_closed_book_answered_carries_every_signal(service):
-    closed = next(iter(service.pipeline("What is the capital of France?", "never", None)))
+    closed = next(iter(pipeline(service, "What is the capital of France?", "never", None)))
     assert isinstance(closed, ClosedBookAnswered)
     assert set(dict(closed.signals)) == {"sequence_probability", "token_probability", "mean_entropy",
                                          "max_entropy", "p_true", "not_ret"}  # fmt: skip

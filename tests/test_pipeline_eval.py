@@ -1,4 +1,4 @@
-"""eval-pipeline: rows made through the pipeline's own events (resumable), and every policy scored from them with
+"""eval-pipeline: rows made through the When-to-retrieve stream (resumable), and every policy scored from them with
 abstention in the numbers: coverage, accuracy among answered, risk-coverage curves, AUCs, the targets."""
 
 from __future__ import annotations
@@ -10,8 +10,10 @@ from pathlib import Path
 import pytest
 from test_pipeline import service  # noqa: F401 - the scripted service, shared
 
-from raqa.evaluation.pipeline_rows import dev_row, interleave, make_rows, question_row
-from raqa.evaluation.pipeline_scores import (
+from raqa.config import RunForm
+from raqa.evaluation.questions import QAItem
+from raqa.evaluation.when_to_retrieve import dev_row, interleave, make_rows, question_row
+from raqa.evaluation.when_to_retrieve_scores import (
     closed_book_curve,
     outcome,
     pipeline_curve,
@@ -19,13 +21,12 @@ from raqa.evaluation.pipeline_scores import (
     summarise,
     youden_threshold,
 )
-from raqa.evaluation.questions import QAItem
 from raqa.when_to_retrieve.uncertainty import SIGNALS, closed_book
 
 
 def test_a_test_row_holds_the_closed_book_part_and_each_readers_ending(service):  # noqa: F811
-    model = service.adapt
-    readers = {name: (lambda q: service.events(service.plan(q, k=5))) for name in ("base", "base+judge")}
+    model = service.adapt.get()
+    readers = {name: (lambda q: service.events(service.plan(q, RunForm(k=5)))) for name in ("base", "base+judge")}
     item = QAItem("q1", "Who first climbed Mount Everest with Tenzing Norgay?", ("Edmund Hillary",))
     row = question_row(item, "nq", lambda q: closed_book(model, q), readers, lambda answers: True)
     assert row["closed_book"]["answer"] == "I think it is Mont Blanc" and row["closed_book"]["correct"] is False
@@ -40,7 +41,7 @@ def test_rows_are_appended_as_made_and_an_interrupted_run_resumes(service, tmp_p
     path = tmp_path / "rows.jsonl"
     items = [QAItem(f"q{i}", q, ("Paris",)) for i, q in enumerate(["What is the capital of France?", "Hm?"])]
     work = interleave({"nq": items[:1], "triviaqa": items[1:]}, "dev")
-    answer = lambda q: closed_book(service.adapt, q)  # noqa: E731
+    answer = lambda q: closed_book(service.adapt.get(), q)  # noqa: E731
     made = []
     rows = make_rows(work, path, "key", lambda d, s, item: made.append(item) or dev_row(item, d, answer))
     assert len(rows) == 2 == len(path.read_text().splitlines()) and len(made) == 2
@@ -143,8 +144,8 @@ COMMITTED = sorted((Path(__file__).parent.parent / "assets" / "results").glob("p
 
 
 def _figures_draw(record: dict) -> None:
-    from raqa.web.figures_pipeline import FIGURES
-    from raqa.web.render_pipeline import pipeline_summary
+    from raqa.web.figures_when_to_retrieve import PIPELINE_FIGURES as FIGURES
+    from raqa.web.render_when_to_retrieve import pipeline_summary
 
     for make in FIGURES.values():
         figure = make(record)

@@ -18,16 +18,17 @@ from raqa.web.pipeline_recordings import (
     record_pipeline,
     write_pipeline_recording,
 )
-from raqa.web.pipeline_tab import NO_RECORDING, replay_pipeline
 from raqa.web.recordings import read_recording
-from raqa.web.render_pipeline import PipelineView
+from raqa.web.render_when_to_retrieve import PipelineView
+from raqa.web.when_to_retrieve_tab import NO_RECORDING, replay_pipeline
 from raqa.when_to_retrieve.pipeline import event_from_json
+from raqa.when_to_retrieve.planning import pipeline
 
 EVEREST = "Who first climbed Mount Everest with Tenzing Norgay?"
 
 
 def test_a_recording_reads_back_as_the_events_the_pipeline_yielded(service, tmp_path):  # noqa: F811
-    live = [to_json(e) for e in service.pipeline(EVEREST, "adapt", 0.5)]
+    live = [to_json(e) for e in pipeline(service, EVEREST, "adapt", 0.5)]
     recording = record_pipeline(service, EVEREST, Choice("adapt", 0.5), "python -m raqa record-pipeline (test)")
     recorded = [e for _, e in recording.timed_events]
     assert [e["type"] for e in recorded] == [e["type"] for e in live]  # the same steps (their timings differ)
@@ -72,7 +73,7 @@ def test_the_replay_streams_the_recorded_steps_marked_as_recorded(service):  # n
     assert 'data-recorded="true"' in last and "record-pipeline (test)" in last and 'data-done="true"' in last
     assert "Edmund Hillary" in last and 'data-retrieve="true"' in last
     live = PipelineView(EVEREST)
-    for event in service.pipeline(EVEREST, "adapt", 0.5):
+    for event in pipeline(service, EVEREST, "adapt", 0.5):
         live.add(event)
     # the same renderer draws the same steps (timings aside)
     assert last.count("raqa-pipe-step") == live.html().count("raqa-pipe-step")
@@ -82,9 +83,9 @@ def test_the_replay_streams_the_recorded_steps_marked_as_recorded(service):  # n
                                                                 (EVEREST, "adapt", "not a number"), (None, "adapt", 0.5)])  # fmt: skip
 def test_no_matching_recording_says_so_and_runs_nothing(service, question, policy, threshold):  # noqa: F811
     recording = record_pipeline(service, EVEREST, Choice("adapt", 0.5), "test")
-    calls = len(service.adapt.calls)
+    calls = len(service.adapt.get().calls)
     frames = list(replay_pipeline(service, [recording], page_lookup(service), question, policy, threshold))
-    assert frames == [NO_RECORDING] and len(service.adapt.calls) == calls
+    assert frames == [NO_RECORDING] and len(service.adapt.get().calls) == calls
 
 
 def test_record_pipeline_refuses_a_bad_threshold_before_loading_anything(tmp_path, capsys, monkeypatch):
@@ -109,7 +110,7 @@ def test_record_pipeline_writes_one_recording_per_question(service, tmp_path, ca
 def test_every_example_of_the_tab_replays_with_the_tabs_own_choices():
     """The committed recordings match what a click sends: each example, policy adapt, the tab's tuned threshold."""
     from raqa.config import ASSETS_DIR
-    from raqa.evaluation.pipeline_scores import MEMORY_QUESTIONS, tuned_thresholds
+    from raqa.evaluation.when_to_retrieve import MEMORY_QUESTIONS, tuned_thresholds
     from raqa.web.examples import load_examples
     from raqa.web.pipeline_recordings import PIPELINE_RECORDINGS_DIR
     from raqa.web.recordings import load_recordings

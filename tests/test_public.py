@@ -205,7 +205,7 @@ def test_only_the_documented_endpoints_are_public(tiny_pages, tiny_index, tmp_pa
     service = Service(AppConfig(cache_dir=tmp_path), tiny_pages, tiny_index, ScriptedBackend([]), "tiny", {})
     demo = build_demo(service)
     offered = sorted(demo.get_api_info()["named_endpoints"])
-    assert offered == ["/ask", "/pipeline", "/route", "/run_events"]
+    assert offered == ["/ask", "/pipeline", "/run_events"]
     deploy = (ROOT / "docs" / "deploy.md").read_text(encoding="utf-8")
     section = deploy.split("## Named API endpoints", 1)[1].split("\n## ", 1)[0]
     assert all(f"`{name}`" in section for name in offered)

@@ -12,8 +12,8 @@ from raqa.__main__ import main
 from raqa.config import ASSETS_DIR
 from raqa.evaluation.ret_signal import compare, paired_auc, rescored_rows, spread
 from raqa.training.when_to_retrieve_data import Labelled
-from raqa.web.figures_pipeline import ret_signal_figure
-from raqa.web.render_pipeline import ret_signal_summary
+from raqa.web.figures_when_to_retrieve import ret_signal_figure
+from raqa.web.render_when_to_retrieve import ret_signal_summary
 from raqa.when_to_retrieve.uncertainty import SIGNALS
 
 
@@ -112,7 +112,7 @@ def _args(files: dict[str, Path], *extra: str) -> list[str]:
 def test_compare_ret_writes_the_comparison_and_can_rescore_the_pipeline_record(record_files, monkeypatch, capsys):
     known = {f"question {i} of" for i in range(3)} | {"trained 0?", "trained 1?"}
     monkeypatch.setattr("raqa.cli.ret_signal._load", lambda args: _FakeAdapters(known))
-    monkeypatch.setattr("raqa.evaluation.pipeline_scores.example_decisions", lambda model, results: [])
+    monkeypatch.setattr("raqa.evaluation.when_to_retrieve.example_decisions", lambda model, results: [])
     assert main(_args(record_files)) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["candidate_higher_on_every_test_set"] is True

@@ -22,10 +22,9 @@ from raqa.evaluation import registry
 from raqa.evaluation.badges import run_rows, score
 from raqa.evaluation.fan_out import calls_at_once
 from raqa.evaluation.live_benchmark import run_benchmark
-from raqa.evaluation.pipeline_rows import READERS, question_row
 from raqa.evaluation.positives import PositiveIndex
 from raqa.evaluation.questions import QAItem
-from raqa.evaluation.when_to_retrieve import evaluate
+from raqa.evaluation.when_to_retrieve import READERS, evaluate, question_row
 from raqa.loading import Lazy
 from raqa.models.endpoint import EndpointBackend, EndpointConfig
 from raqa.models.local import embedded_model_path

@@ -1,10 +1,10 @@
 """`ask`, `route` and `batch`: questions answered through the service, as the page answers them.
 
 `ask` and `batch` turn their options into a run with `Service.plan` and stream it with `Service.events`, the
-two calls the page makes, so the same choices give the same events everywhere. `route` asks
-`Service.decide` for each When-to-retrieve policy. Exit status: 0 on a run (even one ending in RunFailed),
-2 on bad input (before anything loads where it can be checked without loading), batch 1 when a question's
-work failed (rerun to retry it).
+two calls the page makes, so the same choices give the same events everywhere. `route` runs each of the Adapt-LLM
+paper's policies (when_to_retrieve/planning.decide) and prints the When-to-retrieve stream. Exit status: 0 on
+a run (even one ending in RunFailed), 2 on bad input (before anything loads where it can be checked without
+loading), batch 1 when a question's work failed (rerun to retry it).
 """
 
 from __future__ import annotations
@@ -15,10 +15,12 @@ from pathlib import Path
 from raqa.cli.options import app_config
 from raqa.cli.output import error, print_human, print_json, progress_line, say
 from raqa.config import SettingsError, clean_question, validate_settings
+from raqa.loading import Lazy
 from raqa.models.base import ModelError
 from raqa.models.endpoints_file import READER_PREFIX
 from raqa.reading.attribution import with_attributions
 from raqa.retrieval.corpus import CorpusError
+from raqa.when_to_retrieve.planning import decide
 
 LOAD_ERRORS = (CorpusError, ModelError, ValueError)  # ValueError: SettingsError, a bad RAQA_POP_THRESHOLD
 
@@ -91,9 +93,9 @@ def cmd_route(args: argparse.Namespace) -> int:
         service = Service.load(config, progress=say)
         if folder.resolve() != ADAPT_DIR.resolve() or not service.has_adapt_model():
             base = service.backend if isinstance(service.backend, TransformersBackend) else None
-            service.adapt = load_adapt_model(service.config.cache_dir, folder, say, base=base)
+            service.adapt = Lazy(value=load_adapt_model(service.config.cache_dir, folder, say, base=base))
         for policy in args.policies:
-            for event in service.decide(question, policy):
+            for event in decide(service, question, policy):
                 print_json(event)
     except (SettingsError, *LOAD_ERRORS) as e:
         return error(e)

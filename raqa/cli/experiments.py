@@ -7,6 +7,7 @@ adapters or corpus) before anything is measured.
 from __future__ import annotations
 
 import argparse
+from functools import partial
 import shlex
 from pathlib import Path
 
@@ -98,6 +99,7 @@ def cmd_eval_adapt(args: argparse.Namespace) -> int:
     from raqa.evaluation.when_to_retrieve import adapt_rows
     from raqa.service import Service
     from raqa.when_to_retrieve.model import adapter_dirs, load_adapt_model
+    from raqa.when_to_retrieve.planning import top_page
     from raqa.when_to_retrieve.popularity import PopularityError, load_popqa
     from raqa.when_to_retrieve.served import ServedBaselines
 
@@ -126,8 +128,9 @@ def cmd_eval_adapt(args: argparse.Namespace) -> int:
     key = f"eval-adapt | {records.code_version()} | {model.name} | adapters {args.adapters} | {service.corpus_label} "
     key += f"({len(service.pages)} pages)"
     rows_path = Path(args.rows) if args.rows else service.config.cache_dir / "eval-adapt" / "rows.jsonl"
+    search = partial(top_page, service)  # BM25's top page: the paper's context
     with calls_at_once(concurrency):
-        run = registry.when_to_retrieve(sets, popqa, model, service.top_page, folders, service, about, counter_bar,
+        run = registry.when_to_retrieve(sets, popqa, model, search, folders, service, about, counter_bar,
                                         adapt_rows(rows_path, key))  # fmt: skip
     label = "+".join(args.datasets) + ("+popqa" if popqa else "") + (f"-{slug(args.endpoint)}" if server else "")
     path = records.write("when_to_retrieve", label, run.results, run.about, _out_dir(args))

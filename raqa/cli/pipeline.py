@@ -1,9 +1,9 @@
-"""`pipeline` and `eval-pipeline`: both papers in one run (when_to_retrieve/pipeline.py), for one question or
-measured on NQ-open and TriviaQA test.
+"""`pipeline`, `record-pipeline` and `eval-pipeline`: the When-to-retrieve stream (when_to_retrieve/pipeline.py) for
+one question, recorded for the page's replays, or measured on NQ-open and TriviaQA test.
 
-`pipeline` prints the events the page's When-to-retrieve view shows (human or --json). `eval-pipeline` makes one
-row per question (evaluation/pipeline_rows.py, resumable from its JSONL file), scores every policy and reader
-with thresholds chosen on dev questions (evaluation/pipeline_scores.py) and writes the result JSON.
+`pipeline` prints the events the page's When-to-retrieve tab shows (human or --json). `eval-pipeline` makes one
+row per question (evaluation/when_to_retrieve.py, resumable from its JSONL file), scores every policy and reader
+with thresholds chosen on dev questions (evaluation/when_to_retrieve_scores.py) and writes the result JSON.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ def print_pipeline_human(event) -> None:
 def cmd_pipeline(args: argparse.Namespace) -> int:
     from raqa.service import Service
     from raqa.when_to_retrieve.pipeline import check_policy
+    from raqa.when_to_retrieve.planning import pipeline
 
     try:
         clean_question(args.question)
@@ -52,8 +53,8 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
         return error(e)
     try:
         service = Service.load(config, progress=say)
-        events = service.pipeline(args.question, args.policy, args.threshold, args.order, args.window, args.k,
-                                  args.reader)  # fmt: skip
+        events = pipeline(service, args.question, args.policy, args.threshold, args.order, args.window, args.k,
+                          args.reader)  # fmt: skip
     except (CorpusError, ModelError, SettingsError, ValueError) as e:
         return error(e)
     show = print_json if args.json else print_pipeline_human
@@ -64,7 +65,7 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
 
 def cmd_record_pipeline(args: argparse.Namespace) -> int:
     """Run each question through the pipeline with the tab's choices on the real models; write each recording."""
-    from raqa.evaluation.pipeline_scores import MEMORY_QUESTIONS, tuned_thresholds
+    from raqa.evaluation.when_to_retrieve import MEMORY_QUESTIONS, tuned_thresholds
     from raqa.service import Service
     from raqa.web.examples import load_examples
     from raqa.web.pipeline_recordings import Choice, record_pipeline, write_pipeline_recording
@@ -100,11 +101,19 @@ def cmd_record_pipeline(args: argparse.Namespace) -> int:
 def cmd_eval_pipeline(args: argparse.Namespace) -> int:
     from raqa.cli.experiments import run_concurrency
     from raqa.evaluation.fan_out import calls_at_once
-    from raqa.evaluation.pipeline_rows import READERS, dev_row, interleave, make_rows, question_row
     from raqa.evaluation.positives import PositiveIndex
     from raqa.evaluation.questions import QuestionsError, load_questions
     from raqa.evaluation.registry import served_by, server_about
+    from raqa.evaluation.when_to_retrieve import (
+        READERS,
+        dev_row,
+        example_decisions,
+        interleave,
+        make_rows,
+        question_row,
+    )
     from raqa.service import Service
+    from raqa.when_to_retrieve.planning import windows
     from raqa.when_to_retrieve.uncertainty import closed_book
 
     try:
@@ -133,10 +142,8 @@ def cmd_eval_pipeline(args: argparse.Namespace) -> int:
         with memory:
             return closed_book(model, question)
 
-    def reader(name: str):
-        grounded = False  # the base reader's answers as it gives them; the judge's gate grounds its own
-        return lambda q: service.events(service.plan(q, "iterative", EVAL_ORDER, EVAL_WINDOW, EVAL_K, grounded,
-                                                     False, name))  # fmt: skip
+    def reader(name: str):  # the base reader's answers as it gives them; the judge's gate grounds its own
+        return lambda q: service.events(windows(service, q, EVAL_ORDER, EVAL_WINDOW, EVAL_K, name, grounded=False))
 
     readers = {name: reader(name) for name in READERS}
     positives = PositiveIndex(service.pages)
@@ -148,7 +155,7 @@ def cmd_eval_pipeline(args: argparse.Namespace) -> int:
         test_rows = make_rows(test_work, rows_path, key,
                               lambda d, s, item: question_row(item, d, answer, readers, positives.anywhere),
                               lambda: bar.update(1))  # fmt: skip
-    from raqa.evaluation.pipeline_scores import example_decisions, summarise
+    from raqa.evaluation.when_to_retrieve_scores import summarise
 
     results = summarise(dev_rows, test_rows)
     results["examples"] = example_decisions(model, results)

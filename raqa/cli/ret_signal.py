@@ -130,7 +130,8 @@ def _card_command(folder: str) -> str | None:
 
 def _update_record(args, record: dict, model, p_ret: dict, command: str) -> None:
     """The pipeline record scored again with the candidate's P(<RET>) in every row, and its examples measured."""
-    from raqa.evaluation.pipeline_scores import example_decisions, summarise
+    from raqa.evaluation.when_to_retrieve import example_decisions
+    from raqa.evaluation.when_to_retrieve_scores import summarise
     from raqa.evaluation.ret_signal import rescored_rows
 
     rows = record["results"]["rows"]

@@ -306,7 +306,8 @@ def when_to_retrieve(
     bar(label, total) is a context manager with update(n), e.g. a tqdm bar; rows: the resumable rows
     (when_to_retrieve.adapt_rows), the questions already there are not asked again.
     """
-    from raqa.evaluation.when_to_retrieve import evaluate, popularity_baseline, summarise
+    from raqa.evaluation.when_to_retrieve import evaluate, popularity_rows
+    from raqa.evaluation.when_to_retrieve_scores import summarise_policies
     from raqa.when_to_retrieve.model import adapter_card
 
     start = time.perf_counter()
@@ -314,12 +315,13 @@ def when_to_retrieve(
     for dataset, items in sets.items():
         with bar(f"eval-adapt {dataset}", len(items)) as shown:
             made = evaluate(items, model, search, lambda shown=shown: shown.update(1), rows, dataset)
-        results["datasets"][dataset] = summarise(made)
+        results["datasets"][dataset] = summarise_policies(made)
         results["rows"][dataset] = made
     if popqa:
         with bar("eval-adapt popqa", len(popqa)) as shown:
-            pop = popularity_baseline(popqa, model, search, about["seed"], lambda: shown.update(1), rows)
-        results["datasets"]["popqa"] = {**pop["summary"], "threshold": pop["threshold"], "dev_n": pop["dev_n"]}
+            pop = popularity_rows(popqa, model, search, about["seed"], lambda: shown.update(1), rows)
+        summary = summarise_policies(pop["rows"])
+        results["datasets"]["popqa"] = {**summary, "threshold": pop["threshold"], "dev_n": pop["dev_n"]}
         results["rows"]["popqa"] = pop["rows"]
     seconds = time.perf_counter() - start
     results["adapters"] = {

@@ -14,7 +14,7 @@ and how spread out P(<RET>) is (a threshold can only separate questions whose pr
 "More informative" = a higher test AUC on every test set. Both adapters' test values are also compared with the
 ones the record holds: one of them must reproduce them (the baseline's before `--update-record`, the candidate's
 after). `rescored_rows` gives the record's rows with the candidate's P(<RET>) in place of the baseline's.
-Left out here: training (training/when_to_retrieve.py) and scoring the pipeline (pipeline_scores.py).
+Left out here: training (training/when_to_retrieve.py) and scoring the pipeline (when_to_retrieve_scores.py).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import random
 import statistics
 from collections.abc import Callable, Sequence
 
-from raqa.evaluation.pipeline_scores import RESAMPLES
+from raqa.evaluation.when_to_retrieve_scores import RESAMPLES
 from raqa.stats import auc
 
 ADAPTER_NAMES = ("baseline", "candidate")

@@ -1,220 +1,173 @@
-"""`python -m raqa eval-adapt`: NR-LLM, AR-LLM and Adapt-LLM (and the popularity baseline) on held-out questions.
+"""The When-to-retrieve evaluation's rows: one per question, made from the one When-to-retrieve stream.
 
-Each question goes through router.decide for every policy, the same event stream the page shows, and is
-scored two ways, both labelled: exact match (normalised reply == a normalised gold answer) and the paper's
-"accuracy" (a normalised gold answer is contained in the normalised reply). For the paper's Table 3 the
-Adapt-LLM adapter also answers each question the other way: without context when it asked for <RET>
-(the closed-book prompt, <RET> forbidden), with the top page when it answered from memory. Shares carry 95% Wilson intervals;
-differences between policies on the same questions carry 95% paired-bootstrap intervals.
+Both verbs run the stream of when_to_retrieve/pipeline.py and keep, per question, what their policies need to be
+scored without running again (when_to_retrieve_scores.py scores them):
 
-Left out here: training (training/when_to_retrieve.py) and figures (web/figures_when_to_retrieve.py).
+    eval-pipeline   the base model's closed-book answer with its signals, and each reader's ending after the
+                    iterative windows ("always" once per reader, the closed-book part shared); dev questions (for
+                    the thresholds) keep the closed-book part only
+    eval-adapt      each of the Adapt-LLM paper's policies (never, always, adapt; policies.py) with its answer, the
+                    page it read and Adapt-LLM's P(<RET>), plus Adapt-LLM's answer the other way for the paper's
+                    Table 3; on PopQA the popularity policy picks between the NR and AR answers already made
+
+Answers are scored against the gold answers both ways: contained (the papers' accuracy) and exact match. Rows are
+appended to a JSONL file as they are made, so an interrupted evaluation resumes where it stopped.
 """
 
 from __future__ import annotations
 
+import functools
+import json
 import random
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
+from raqa.config import ASSETS_DIR
 from raqa.evaluation.metrics import answer_contained, exact_match
 from raqa.evaluation.questions import QAItem
 from raqa.evaluation.rows_file import RowsFile, resumed
-from raqa.stats import best_accuracy, mean_interval, proportion
-from raqa.when_to_retrieve.policies import (
-    Answer,
-    Decision,
-    PageRead,
-    PolicyFailed,
-    Popularity,
-    closed_book_messages,
-    context_messages,
-    decide,
-)
+from raqa.reading.events import Final, Retrieved, RunFailed
+from raqa.when_to_retrieve.pipeline import DEFAULT_RET_THRESHOLD, ClosedBookAnswered, PipelineEnded, by_policy, pipeline
+from raqa.when_to_retrieve.policies import Popularity, decide, nr_answer
 from raqa.when_to_retrieve.popularity import PopItem, tune_threshold
+from raqa.when_to_retrieve.prompts import closed_book_messages, context_messages
+from raqa.when_to_retrieve.uncertainty import closed_book
 
-EVAL_POLICIES = ("never", "always", "adapt")
-
-
-def _answer_record(events) -> dict:
-    answer = next((e for e in events if isinstance(e, Answer)), None)
-    page = next((e for e in events if isinstance(e, PageRead)), None)
-    failed = next((e for e in events if isinstance(e, PolicyFailed)), None)
-    return {
-        "answer": answer.text if answer else None,
-        "with_context": bool(answer and answer.with_context),
-        "page": page.hit.page.title if page and page.hit else None,
-        "failed": failed.message if failed else None,
-    }
+READERS = ("base", "base+judge")  # the base model alone (answers as it gives them), and the model + answer judge
+EVAL_POLICIES = ("never", "always", "adapt")  # eval-adapt's policies on every question set
+PAGE_POLICIES = ("adapt", "p_true", "token_probability", "sequence_probability", "never", "always")  # the tab's
+MEMORY_QUESTIONS = ("What is the capital of France?", "Who wrote Romeo and Juliet?",
+                    "How many legs does a spider have?")  # fmt: skip
 
 
 def _scores(text: str | None, golds: Sequence[str]) -> dict:
+    return {"correct": answer_contained(text, golds), "exact": exact_match(text, golds)}
+
+
+def _adapt_scores(text: str | None, golds: Sequence[str]) -> dict:
     return {"exact_match": exact_match(text, golds), "accuracy": answer_contained(text, golds)}
 
 
-def evaluate_question(item: QAItem, model, search: Callable) -> dict:
-    """Every policy's events for one question, scored, plus Adapt-LLM's counterfactual answer for Table 3."""
-    row: dict = {"id": item.id, "question": item.question, "answers": list(item.answers)}
-    contexts: dict[str, str] = {}
-    for policy in EVAL_POLICIES:
-        events = list(decide(item.question, policy, model, search))
-        record = _answer_record(events)
-        record.update(_scores(record["answer"], item.answers))
-        decision = next(e for e in events if isinstance(e, Decision))
-        page = next((e for e in events if isinstance(e, PageRead)), None)
-        if page is not None:
-            contexts[policy] = page.context
-            record["page_has_answer"] = answer_contained(page.context, item.answers)
-        if policy == "adapt":
-            record["asked_ret"] = bool(decision.retrieve)
-            record["ret_probability"] = decision.ret_probability
-            record["first_reply"] = decision.first_reply
-        row[policy] = record
-    adapt = row["adapt"]
-    if adapt["asked_ret"]:
-        # subtle: under the parametric prompt with <RET> forbidden, the trained adapter writes near-spellings
-        # ("<RET >", "<RETURN>", measured on all 600 test questions), so its memory is asked closed-book
-        closed = model.generate(closed_book_messages(item.question), "adapt", ban_ret=True)
-        row["adapt_other"] = {"answer": closed, "with_context": False, **_scores(closed, item.answers)}
-    elif "always" in contexts:
-        with_page = model.generate(context_messages(item.question, contexts["always"]), "adapt")
-        row["adapt_other"] = {"answer": with_page, "with_context": True, **_scores(with_page, item.answers)}
-    else:
-        row["adapt_other"] = None
+# -- eval-pipeline -------------------------------------------------------------------------------------------
+def closed_book_row(item: QAItem, dataset: str, split: str, answered: ClosedBookAnswered) -> dict:
+    return {
+        "id": item.id,
+        "dataset": dataset,
+        "split": split,
+        "question": item.question,
+        "answers": list(item.answers),
+        "closed_book": {
+            "answer": answered.answer,
+            "signals": dict(answered.signals),
+            "seconds": round(answered.seconds, 3),
+            **_scores(answered.answer, item.answers),
+        },
+    }
+
+
+def question_row(
+    item: QAItem, dataset: str, answer_closed_book: Callable, readers: dict[str, Callable], anywhere
+) -> dict:
+    """One test question: the closed-book part, whether the corpus holds a gold answer, and each reader's ending.
+
+    readers: name -> read(question) yielding the reading engine's events (Service.events of the reader's plan).
+    """
+    once = functools.cache(answer_closed_book)
+    row: dict | None = None
+    endings = {}
+    for name, read in readers.items():
+        final, ended, closed_seconds = None, None, 0.0
+        for event in pipeline(item.question, by_policy("always", None), once, read):
+            if isinstance(event, ClosedBookAnswered):
+                closed_seconds = event.seconds  # the first reader's pipeline pays for it; the others reuse it
+                row = row or closed_book_row(item, dataset, "test", event)
+            elif isinstance(event, (Final, RunFailed)):
+                final = event
+            elif isinstance(event, PipelineEnded):
+                ended = event
+        endings[name] = {
+            "answer": ended.answer,
+            "reason": ended.reason,
+            "windows_read": final.windows_read if isinstance(final, Final) else 0,
+            "verdict": final.verdict if isinstance(final, Final) else "failed",
+            "seconds": round(ended.seconds - closed_seconds, 3),
+            **_scores(ended.answer, item.answers),
+        }
+    row["answerable"] = bool(anywhere(item.answers))
+    row["readers"] = endings
     return row
 
 
-def _share(rows: Sequence[dict], get: Callable[[dict], bool]) -> dict:
-    return proportion([bool(get(r)) for r in rows]).as_dict()
+def dev_row(item: QAItem, dataset: str, answer_closed_book: Callable) -> dict:
+    """One dev question (thresholds are chosen on these): the closed-book part of the never-retrieve pipeline."""
+    for event in pipeline(item.question, by_policy("never", None), answer_closed_book, lambda question: iter(())):
+        if isinstance(event, ClosedBookAnswered):
+            return closed_book_row(item, dataset, "dev", event)
+    raise AssertionError("the pipeline always answers closed-book first")
 
 
-def _difference(rows: Sequence[dict], a: str, b: str, metric: str) -> dict:
-    """a minus b on the same questions, with a paired bootstrap interval."""
-    return mean_interval([float(r[a][metric]) - float(r[b][metric]) for r in rows]).as_dict()
+def make_rows(
+    work: Iterable[tuple[str, str, QAItem]],
+    path: Path,
+    settings_key: str,
+    make: Callable[[str, str, QAItem], dict],
+    progress: Callable[[], None] = lambda: None,
+) -> list[dict]:
+    """Every row of the work list (dataset, split, item), from the file where it is there, else made (up to
+    fan_out.calls_at_once at a time) and appended as soon as it is made; the rows in the work list's order."""
+    rows = RowsFile(path, settings_key, lambda row: (row["dataset"], row["split"], row["id"]))
+    return resumed(work, rows, lambda w: (w[0], w[1], w[2].id), lambda w: make(*w), progress)
 
 
-def table3(rows: Sequence[dict]) -> dict:
-    """The paper's Table 3: Adapt-LLM's accuracy with and without context, split by its <RET> decision."""
-    out = {}
-    for name, asked in (("asked_ret", True), ("answered_directly", False)):
-        group = [r for r in rows if r["adapt"]["asked_ret"] == asked and r["adapt_other"] is not None]
-        with_ctx = [r["adapt"] if asked else r["adapt_other"] for r in group]
-        without = [r["adapt_other"] if asked else r["adapt"] for r in group]
-        out[name] = {
-            "n": len(group),
-            "share_of_questions": _share(rows, lambda r, asked=asked: r["adapt"]["asked_ret"] == asked),
-            "with_context": {m: proportion([x[m] for x in with_ctx]).as_dict() for m in ("accuracy", "exact_match")},
-            "without_context": {m: proportion([x[m] for x in without]).as_dict() for m in ("accuracy", "exact_match")},
-        }
-    return out
+def interleave(sets: dict[str, Sequence[QAItem]], split: str) -> list[tuple[str, str, QAItem]]:
+    """(dataset, split, item) taking one question of each dataset in turn, so a partial run stays balanced.
 
-
-def _both_ways(row: dict) -> tuple[dict, dict] | None:
-    """Adapt-LLM's (closed-book, with-page) answers for a row: both are computed for every question."""
-    other = row["adapt_other"]
-    if other is None:
-        return None
-    return (other, row["adapt"]) if row["adapt"]["asked_ret"] else (row["adapt"], other)
-
-
-def _threshold_outcome(rows: Sequence[dict], t: float, metric: str) -> tuple[list[bool], list[bool]]:
-    """(retrieved, correct) per row when Adapt-LLM retrieves exactly when P(<RET>) >= t."""
-    retrieved, correct = [], []
-    for row in rows:
-        closed, with_page = _both_ways(row)
-        go = row["adapt"]["ret_probability"] >= t
-        retrieved.append(go)
-        correct.append(bool((with_page if go else closed)[metric]))
-    return retrieved, correct
-
-
-def threshold_curve(rows: Sequence[dict]) -> list[dict]:
-    """Accuracy and retrieval rate for every threshold on P(<RET>): from never (t above all) to always (t=0)."""
-    usable = [r for r in rows if _both_ways(r) is not None]
-    points = []
-    for t in sorted({r["adapt"]["ret_probability"] for r in usable} | {0.0, 1.01}, reverse=True):
-        retrieved, correct = _threshold_outcome(usable, t, "accuracy")
-        _, exact = _threshold_outcome(usable, t, "exact_match")
-        n = len(usable) or 1
-        points.append(
-            {
-                "threshold": t,
-                "retrieval_rate": sum(retrieved) / n,
-                "accuracy": sum(correct) / n,
-                "exact_match": sum(exact) / n,
-            }
-        )
-    return points
-
-
-def _tune(rows: Sequence[dict]) -> float:
-    """The threshold with the best accuracy on these rows (ties: the one that retrieves least)."""
-    candidates = sorted({r["adapt"]["ret_probability"] for r in rows} | {0.0, 1.01}, reverse=True)
-    return best_accuracy(candidates, lambda t: sum(_threshold_outcome(rows, t, "accuracy")[1]))
-
-
-def cross_fitted_threshold(rows: Sequence[dict], seed: int = 0) -> dict:
-    """Adapt-LLM with a threshold on P(<RET>) instead of its greedy token, scored out of fold.
-
-    The questions are split in two halves (seeded); the threshold tuned on one half decides the other, so
-    no question is scored with a threshold chosen on itself.
+    Example:
+        >>> [(d, i) for d, _, i in interleave({"a": [1, 2], "b": [3]}, "test")]
+        [('a', 1), ('b', 3), ('a', 2)]
     """
-    usable = [r for r in rows if _both_ways(r) is not None]
-    order = random.Random(seed).sample(range(len(usable)), len(usable))
-    folds = [[usable[i] for i in order[: len(order) // 2]], [usable[i] for i in order[len(order) // 2 :]]]
-    retrieved, scores, thresholds = [], {"accuracy": [], "exact_match": []}, []
-    for tune_on, apply_to in ((folds[0], folds[1]), (folds[1], folds[0])):
-        t = _tune(tune_on) if tune_on else 1.01
-        thresholds.append(t)
-        for metric in scores:
-            went, correct = _threshold_outcome(apply_to, t, metric)
-            scores[metric] += correct
-        retrieved += went
-    return {
-        "thresholds": thresholds,
-        "retrieval_rate": proportion(retrieved).as_dict(),
-        **{metric: proportion(flags).as_dict() for metric, flags in scores.items()},
-    }
+    longest = max((len(v) for v in sets.values()), default=0)
+    return [(d, split, items[i]) for i in range(longest) for d, items in sets.items() if i < len(items)]
 
 
-def _auc(rows: Sequence[dict]) -> float | None:
-    from raqa.stats import auc
+# -- eval-adapt ----------------------------------------------------------------------------------------------
+def policy_record(events: Sequence, golds: Sequence[str]) -> dict:
+    """One paper policy's run as eval-adapt's row keeps it: its answer, the page it read, its scores."""
+    ended = events[-1]
+    hit = next((e.hits[0] for e in events if isinstance(e, Retrieved)), None)
+    failed = next((e.message for e in events if isinstance(e, RunFailed)), None)
+    record = {"answer": ended.answer, "with_context": ended.source == "pages", "page": hit.page.title if hit else None,
+              "failed": failed, **_adapt_scores(ended.answer, golds)}  # fmt: skip
+    read = next((e for e in events if isinstance(e, Final)), None)
+    if read is not None:
+        record["page_has_answer"] = answer_contained(read.passage, golds)
+    return record
 
-    known = [r["adapt"]["ret_probability"] for r in rows if r["never"]["accuracy"]]
-    unknown = [r["adapt"]["ret_probability"] for r in rows if not r["never"]["accuracy"]]
-    value = auc(known, unknown)
-    return None if value != value else round(value, 4)  # NaN (one group empty) -> null
 
-
-def summarise(rows: Sequence[dict]) -> dict:
-    if not rows:
-        raise ValueError("No evaluated questions to summarise.")
-    policies = {
-        p: {m: _share(rows, lambda r, p=p, m=m: r[p][m]) for m in ("accuracy", "exact_match")} for p in EVAL_POLICIES
-    }
-    asked = [r["adapt"]["ret_probability"] for r in rows if r["adapt"]["asked_ret"]]
-    direct = [r["adapt"]["ret_probability"] for r in rows if not r["adapt"]["asked_ret"]]
-    fitted = cross_fitted_threshold(rows)
-    policies["adapt_threshold"] = {m: fitted[m] for m in ("accuracy", "exact_match")}
-    return {
-        "n": len(rows),
-        "policies": policies,
-        "adapt_threshold": fitted,
-        "threshold_curve": threshold_curve(rows),
-        "ret_rate": _share(rows, lambda r: r["adapt"]["asked_ret"]),
-        "mean_ret_probability": {
-            "asked_ret": sum(asked) / len(asked) if asked else None,
-            "answered_directly": sum(direct) / len(direct) if direct else None,
-        },
-        # does P(<RET>) rank the questions NR-LLM gets wrong (retrieval needed) above those it gets right?
-        "ret_probability_auc": _auc(rows),
-        "top_page_has_answer": _share(rows, lambda r: r["always"].get("page_has_answer")),
-        "nr_knows": _share(rows, lambda r: r["never"]["accuracy"]),
-        "differences": {
-            f"adapt_minus_{b}": {m: _difference(rows, "adapt", b, m) for m in ("accuracy", "exact_match")}
-            for b in ("never", "always")
-        },
-        "table3": table3(rows),
-    }
+def evaluate_question(item: QAItem, model, search: Callable) -> dict:
+    """Every policy's run for one question, scored, plus Adapt-LLM's counterfactual answer for Table 3."""
+    row: dict = {"id": item.id, "question": item.question, "answers": list(item.answers)}
+    memory = functools.cache(lambda question: nr_answer(model, question))  # never and always share NR-LLM's
+    contexts: dict[str, str] = {}
+    for policy in EVAL_POLICIES:
+        events = list(decide(item.question, policy, model, search, memory=memory))
+        row[policy] = policy_record(events, item.answers)
+        contexts.update((policy, e.passage) for e in events if isinstance(e, Final))
+        if policy == "adapt":
+            closed, decision = events[0], events[1]
+            row[policy].update(asked_ret=bool(decision.retrieve), ret_probability=1.0 - decision.confidence,
+                               first_reply=closed.answer)  # fmt: skip
+    if row["adapt"]["asked_ret"]:
+        # subtle: under the parametric prompt with <RET> forbidden, the trained adapter writes near-spellings
+        # ("<RET >", "<RETURN>", measured on all 600 test questions), so its memory is asked closed-book
+        closed = model.generate(closed_book_messages(item.question), "adapt", ban_ret=True)
+        row["adapt_other"] = {"answer": closed, "with_context": False, **_adapt_scores(closed, item.answers)}
+    elif "always" in contexts:
+        with_page = model.generate(context_messages(item.question, contexts["always"]), "adapt")
+        row["adapt_other"] = {"answer": with_page, "with_context": True, **_adapt_scores(with_page, item.answers)}
+    else:
+        row["adapt_other"] = None
+    return row
 
 
 def adapt_rows(path: Path | None, settings_key: str) -> RowsFile:
@@ -234,10 +187,10 @@ def evaluate(items: Iterable[QAItem], model, search: Callable, progress: Callabl
     return resumed(items, rows, lambda item: (group, item.id), make, progress)
 
 
-def popularity_baseline(
-    items: Sequence[PopItem], model, search: Callable, seed: int = 0, progress=lambda: None, rows=None
-) -> dict:
-    """Tune the popularity threshold on half the PopQA questions (seeded), score all four policies on the rest."""
+def popularity_rows(items: Sequence[PopItem], model, search: Callable, seed: int = 0, progress=lambda: None,
+                    rows=None) -> dict:  # fmt: skip
+    """Tune the popularity threshold on half the PopQA questions (seeded); the other half's rows with the
+    popularity policy's answer added (the NR or the AR answer already in the row: no model call)."""
     if len(items) < 4:
         raise ValueError(f"The popularity baseline needs at least 4 PopQA questions, got {len(items)}.")
     shuffled = random.Random(seed).sample(list(items), len(items))
@@ -251,19 +204,10 @@ def popularity_baseline(
     )
     test_rows = evaluate([qa[it.id] for it in test], model, search, progress, rows, "popqa-test")
     for it, row in zip(test, test_rows, strict=True):
-        events = list(
-            decide(it.question, "popularity", _Reuse(row), search, Popularity(it.popularity, tuned.threshold))
-        )
-        record = _answer_record(events)
-        record.update(_scores(record["answer"], it.answers))
-        record["retrieved"] = it.popularity < tuned.threshold
-        row["popularity"] = record
-    summary = summarise(test_rows)
-    summary["policies"]["popularity"] = {
-        m: _share(test_rows, lambda r, m=m: r["popularity"][m]) for m in ("accuracy", "exact_match")
-    }
-    summary["popularity_retrieval_rate"] = _share(test_rows, lambda r: r["popularity"]["retrieved"])
-    return {"threshold": tuned._asdict(), "dev_n": len(dev), "summary": summary, "rows": test_rows}
+        reuse = _Reuse(row)
+        events = list(decide(it.question, "popularity", reuse, search, Popularity(it.popularity, tuned.threshold)))
+        row["popularity"] = {**policy_record(events, it.answers), "retrieved": it.popularity < tuned.threshold}
+    return {"threshold": tuned._asdict(), "dev_n": len(dev), "rows": test_rows}
 
 
 class _Reuse:
@@ -285,3 +229,36 @@ class _Reuse:
 
     def count_tokens(self, text: str) -> int:
         return len(text.split())
+
+
+# -- the page's example questions ------------------------------------------------------------------------
+def example_questions() -> list[str]:
+    """The page's example questions and a few the small model may know without a page (the slider's set)."""
+    data = json.loads((ASSETS_DIR / "examples.json").read_text(encoding="utf-8"))
+    return [*MEMORY_QUESTIONS, *(item["question"] for item in data["in_corpus"]), *data["outside"]]
+
+
+def example_decisions(model, results: dict) -> list[dict]:
+    """Each example question's closed-book answer and P(<RET>), for the page's threshold slider."""
+    out = []
+    for question in example_questions():
+        answer, signals = closed_book(model, question)
+        out.append({"question": question, "closed_book": answer, "p_ret": round(1.0 - signals["not_ret"], 4),
+                    "signals": {k: round(v, 4) for k, v in signals.items()}})  # fmt: skip
+    return out
+
+
+def tuned_thresholds(record: dict | None) -> dict[str, float]:
+    """Each page policy's threshold from the committed evaluation (the mean over its test sets of the dev-chosen
+    thresholds, in the policy's units), else the defaults."""
+    tuned = {p: DEFAULT_RET_THRESHOLD for p in PAGE_POLICIES}
+    for policy in PAGE_POLICIES:
+        values = [
+            d["configurations"][f"pipeline:{policy}:base"]["threshold"]
+            for d in (record or {}).get("results", {}).get("datasets", {}).values()
+            if f"pipeline:{policy}:base" in d.get("configurations", {})
+        ]
+        numbers = [v for v in values if isinstance(v, (int, float))]
+        if numbers:
+            tuned[policy] = round(min(1.0, max(0.0, sum(numbers) / len(numbers))), 3)
+    return tuned

@@ -8,7 +8,7 @@ or RunFailed in place of what could not be done. An Attribution of an answered w
 (`ask --why`, the page's "Why this answer?"). The UI renders them, the CLI prints them as JSON
 lines, and the evaluation scores them: all three see the same stream.
 
-Every event, these and the When-to-retrieve policies' (when_to_retrieve/policies.py), is a frozen
+Every event, these and the When-to-retrieve stream's (when_to_retrieve/pipeline.py), is a frozen
 dataclass deriving from `Event`, and `to_json` turns any of them into one JSON convention: a snake_case
 "type" (the class name: WindowVerdict -> "window_verdict"), the fields by name, nested dataclasses as
 dicts, and each retrieved page (a Hit) reduced to {"rank", "score", "page_id", "title"}.

@@ -25,7 +25,7 @@ from raqa.evaluation.metrics import answer_contained, is_positive
 from raqa.evaluation.questions import QAItem
 from raqa.retrieval.index import BM25Index
 from raqa.training.lora import Example
-from raqa.when_to_retrieve.policies import (
+from raqa.when_to_retrieve.prompts import (
     RET,
     closed_book_messages,
     context_messages,

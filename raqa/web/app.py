@@ -41,7 +41,7 @@ from raqa.web.page_text import badge_legend, footer
 from raqa.web.recordings import RECORDINGS_DIR
 from raqa.web.render import MARK_STOPPED_JS, RunView, esc, failed_html
 from raqa.web.visitors import VisitorGate, limit_runs
-from raqa.web.when_to_retrieve_tab import route, route_view
+from raqa.web.when_to_retrieve_tab import when_to_retrieve_view
 from raqa.web.why import why_controls
 
 LOG = logging.getLogger(__name__)
@@ -198,9 +198,7 @@ def build_demo(service: Service, recordings_dir: Path = RECORDINGS_DIR, results_
                     "Flags are kept on this machine only, in the file the operator set.", elem_id="raqa-flag-status"
                 )
         with gr.Tab("When to retrieve", id="route"):
-            route_question, route_button, route_cards = route_view(
-                service, results_dir, recordings_dir / "pipeline", gate
-            )
+            when_to_retrieve_view(service, results_dir, recordings_dir / "pipeline", gate)
         with gr.Tab("Try a benchmark", id="benchmark"):
             benchmark_view(service, [strategy, order, window, k, grounded_only, rationale, reader], gate)
         with gr.Tab("Experiments", id="experiments"):
@@ -334,11 +332,6 @@ def build_demo(service: Service, recordings_dir: Path = RECORDINGS_DIR, results_
 
         # the same queue and worker as the page's runs, so API clients wait their turn like visitors
         gr.api(events_here, api_name="run_events", concurrency_id="model")
-
-        route_here = limit_runs(gate, lambda question_: route(service, question_), failed_html)
-        route_listen = dict(concurrency_id="model", preprocess=False, trigger_mode="multiple")
-        route_button.click(route_here, [route_question], [route_cards], api_name="route", **route_listen)
-        route_question.submit(route_here, [route_question], [route_cards], **route_listen, **PRIVATE)
     # several runs at once only when the model shares its forward passes between them (Service.concurrent_runs)
     demo.queue(default_concurrency_limit=service.concurrent_runs, max_size=64)
     return demo

@@ -12,9 +12,8 @@ import gradio as gr
 
 from raqa.evaluation.records import load_results
 from raqa.web.figures_experiments import FIGURES as RESULT_FIGURES
-from raqa.web.figures_pipeline import ret_signal_figure, risk_coverage_figure
 from raqa.web.figures_run import safe
-from raqa.web.figures_when_to_retrieve import accuracy_figure
+from raqa.web.figures_when_to_retrieve import accuracy_figure, ret_signal_figure, risk_coverage_figure
 from raqa.web.render import esc
 
 EXPERIMENT_ORDER = [

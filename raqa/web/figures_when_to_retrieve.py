@@ -1,8 +1,12 @@
-"""Figures of the committed eval-adapt result (assets/results/when_to_retrieve-*.json): record in, Figure out.
+"""Figures of the committed When-to-retrieve records: record in, Figure out, 95% intervals and sample sizes shown.
 
-Three figures, each with 95% intervals as error bars and sample sizes in the labels: accuracy by policy
-(both the paper's "contains the gold answer" accuracy and exact match), the share of questions on which
-Adapt-LLM asked for <RET>, and the paper's Table 3 split.
+eval-pipeline (assets/results/pipeline-*.json): risk-coverage curves (one subplot per test set: the closed-book
+signals answering their most confident questions first, and the full pipeline as its threshold sweeps from never to
+always retrieving), each signal's AUC against wrong closed-book answers, and selective accuracy against coverage for
+every configuration at its dev-chosen threshold. eval-adapt (assets/results/when_to_retrieve-*.json): accuracy by
+policy (the paper's "contains the gold answer" accuracy and exact match), the retrieval budget as the P(<RET>)
+threshold moves, the share of questions on which Adapt-LLM asked for <RET>, and the paper's Table 3 split.
+compare-ret: two adapters' P(<RET>). The tab shows them all under one accordion (FIGURES).
 """
 
 from __future__ import annotations
@@ -11,6 +15,111 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from raqa.web.figures_experiments import _LAYOUT, COLOURS, _errors
+from raqa.when_to_retrieve.pipeline import PIPELINE_TITLES
+from raqa.when_to_retrieve.uncertainty import SIGNAL_TITLES
+
+READER_DASH = {"base": "dot", "base+judge": "solid"}
+
+
+def _datasets(record: dict) -> dict[str, dict]:
+    return record["results"]["datasets"]
+
+
+def risk_coverage_figure(record: dict, reader: str = "base+judge") -> go.Figure:
+    """Risk (wrong among answered) against coverage (answered share): lower and further right is better."""
+    datasets = _datasets(record)
+    figure = make_subplots(rows=1, cols=len(datasets), shared_yaxes=True,
+                           subplot_titles=[f"{name} (n={d['n']})" for name, d in datasets.items()])  # fmt: skip
+    for col, d in enumerate(datasets.values(), start=1):
+        for colour, (signal, curve) in zip(COLOURS * 2, d["curves"]["closed_book"].items(), strict=False):
+            figure.add_scatter(x=curve["coverage"], y=curve["risk"], mode="lines", line=dict(color=colour, width=1),
+                               name=f"closed-book, {SIGNAL_TITLES[signal]} (AURC {curve['aurc']})", legendgroup=signal,
+                               showlegend=col == 1, opacity=0.6, row=1, col=col)  # fmt: skip
+        best = [
+            d["targets"][k].split(":")[1] for k in ("best_pipeline", "best_abstaining_pipeline") if k in d["targets"]
+        ]
+        for policy in dict.fromkeys(["adapt", *best]):
+            curve = d["curves"]["pipeline"].get(f"{policy}:{reader}")
+            if curve:
+                figure.add_scatter(x=curve["coverage"], y=curve["risk"], mode="lines+markers", marker=dict(size=4),
+                                   line=dict(width=3), name=f"pipeline, {PIPELINE_TITLES[policy]}, {reader} "
+                                   f"(AURC {curve['aurc']})", legendgroup=f"p-{policy}", showlegend=col == 1,
+                                   row=1, col=col)  # fmt: skip
+    figure.update_xaxes(title_text="coverage (share answered)", tickformat=".0%", range=[0, 1.02])
+    figure.update_yaxes(title_text="risk (wrong among answered)", tickformat=".0%", col=1)
+    figure.update_layout(title="Risk-coverage: when the model answers, how often it is wrong", **{**_LAYOUT,
+                         "height": 460})  # fmt: skip
+    return figure
+
+
+def auc_figure(record: dict) -> go.Figure:
+    """Each decision signal's AUC at ranking wrong closed-book answers, per test set, with the 0.70 target."""
+    datasets = _datasets(record)
+    figure = go.Figure()
+    for colour, (name, d) in zip(COLOURS, datasets.items(), strict=False):
+        signals = list(d["auc"])
+        estimates = [d["auc"][s] for s in signals]
+        figure.add_bar(x=[SIGNAL_TITLES[s] for s in signals], y=[e["value"] for e in estimates],
+                       error_y=_errors([e if e["low"] is not None else {"value": None} for e in estimates]),
+                       name=f"{name} (n={d['n']}, {estimates[0]['wrong']} wrong)", marker_color=colour,
+                       showlegend=True)  # fmt: skip
+    figure.add_hline(y=0.7, line_dash="dash", annotation_text="target 0.70")
+    figure.add_hline(y=0.5, line_dash="dot", annotation_text="chance")
+    figure.update_yaxes(range=[0, 1], title_text="AUC (wrong closed-book answers)")
+    figure.update_layout(title="Which signal knows when the model is wrong (95% intervals)", barmode="group",
+                         **_LAYOUT)  # fmt: skip
+    return figure
+
+
+def operating_points_figure(record: dict) -> go.Figure:
+    """Selective accuracy against coverage for every configuration at its dev-chosen threshold."""
+    datasets = _datasets(record)
+    figure = make_subplots(rows=1, cols=len(datasets), shared_yaxes=True,
+                           subplot_titles=[f"{name} (n={d['n']})" for name, d in datasets.items()])  # fmt: skip
+    groups = {"never": "#6e7781", "closed_book": "#bf8700", "always": "#cf222e", "pipeline": "#0969da"}
+    for col, d in enumerate(datasets.values(), start=1):
+        for group, colour in groups.items():
+            names = [n for n in d["table"] if n.split(":")[0] == group]
+            cov = [d["table"][n]["coverage"] for n in names]
+            sel = [d["table"][n]["selective_accuracy"] for n in names]
+            figure.add_scatter(x=[c["value"] for c in cov], y=[s["value"] for s in sel], mode="markers",
+                               error_x=_errors(cov), error_y=_errors(sel), marker=dict(color=colour, size=9),
+                               text=names, hovertemplate="%{text}<br>coverage %{x:.1%}<br>accuracy among answered "
+                               "%{y:.1%}<extra></extra>", name=group.replace("_", "-"), legendgroup=group,
+                               showlegend=col == 1, row=1, col=col)  # fmt: skip
+    figure.update_xaxes(title_text="coverage (share answered)", tickformat=".0%")
+    figure.update_yaxes(title_text="accuracy among answered", tickformat=".0%", col=1)
+    figure.update_layout(title="Every configuration at its dev-chosen threshold (95% intervals)", **_LAYOUT)
+    return figure
+
+
+def ret_signal_figure(record: dict) -> go.Figure:
+    """Two Adapt-LLM adapters' P(<RET>) on each test set's questions, split by whether the closed-book answer
+    was right (compare-ret's record): an informative P(<RET>) puts the wrong ones higher."""
+    results = record["results"]
+    tests = [name for name in results["groups"] if name.startswith("test:")]
+    titles = []
+    for name in tests:
+        auc = results["groups"][name]["auc"]
+        titles.append(
+            f"{name[5:]}: AUC {auc['baseline']['value']} (baseline) vs {auc['candidate']['value']} (candidate)"
+        )
+    figure = make_subplots(rows=1, cols=len(tests), shared_yaxes=True, subplot_titles=titles)
+    kinds = {False: ("closed-book answer right", "#1a7f37"), True: ("closed-book answer wrong", "#cf222e")}
+    for col, name in enumerate(tests, start=1):
+        questions = results["questions"][name]
+        for needs, (label, colour) in kinds.items():
+            chosen = [q for q in questions if q["needs_retrieval"] is needs]
+            figure.add_box(x=["baseline"] * len(chosen) + ["candidate"] * len(chosen),
+                           y=[q["baseline"] for q in chosen] + [q["candidate"] for q in chosen],
+                           name=f"{label}", marker_color=colour, boxpoints="all", jitter=0.4, pointpos=0,
+                           marker=dict(size=3, opacity=0.5), legendgroup=label, showlegend=col == 1,
+                           row=1, col=col)  # fmt: skip
+    figure.update_yaxes(title_text="P(<RET>)", range=[0, 1], col=1)
+    figure.update_layout(title="P(<RET>) of two Adapt-LLM adapters: higher on wrong answers is what helps",
+                         boxmode="group", **_LAYOUT)  # fmt: skip
+    return figure
+
 
 POLICY_NAMES = {
     "never": "NR-LLM (never)",
@@ -20,10 +129,6 @@ POLICY_NAMES = {
     "popularity": "Popularity threshold",
 }
 METRICS = {"accuracy": "accuracy (gold answer contained)", "exact_match": "exact match"}
-
-
-def _datasets(record: dict) -> dict[str, dict]:
-    return record["results"]["datasets"]
 
 
 def accuracy_figure(record: dict) -> go.Figure:
@@ -145,7 +250,12 @@ def threshold_figure(record: dict) -> go.Figure:
     return figure
 
 
-FIGURES = {
+PIPELINE_FIGURES = {
+    "risk_coverage": risk_coverage_figure,
+    "auc": auc_figure,
+    "operating_points": operating_points_figure,
+}
+ADAPT_FIGURES = {
     "accuracy": accuracy_figure,
     "threshold": threshold_figure,
     "ret_rate": ret_rate_figure,

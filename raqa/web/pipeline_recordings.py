@@ -7,9 +7,9 @@ pipeline's choices instead of the Ask tab's form:
     {"recording": 1, "kind": "pipeline", "question": ..., "choice": {policy, threshold, reader},
      "model": ..., "reader": ..., "corpus": ..., "command": ..., "code_version": ..., ...}
 
-`record_pipeline` runs Service.pipeline (the stream the tab, the CLI and eval-pipeline read) and keeps each event
+`record_pipeline` runs planning.pipeline (the stream the tab, the CLI and eval-pipeline read) and keeps each event
 with its time; `find_pipeline` matches a question and the tab's choices to a recording. Left out here: replaying
-(web/pipeline_tab.py) and reading events back (when_to_retrieve.pipeline.event_from_json).
+(web/when_to_retrieve_tab.py) and reading events back (when_to_retrieve.pipeline.event_from_json).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from raqa.evaluation.records import provenance
 from raqa.reading.events import to_json
 from raqa.text import slug
 from raqa.web.recordings import FORMAT, RECORDINGS_DIR, Recording, read_recording, write_lines
+from raqa.when_to_retrieve.planning import pipeline
 
 PIPELINE_RECORDINGS_DIR = RECORDINGS_DIR / "pipeline"
 THRESHOLD_TOLERANCE = 0.005  # half the tab's slider step: a threshold shown as 0.70 matches one recorded at 0.698
@@ -32,7 +33,7 @@ THRESHOLD_TOLERANCE = 0.005  # half the tab's slider step: a threshold shown as 
 
 @dataclass(frozen=True)
 class Choice:
-    """The pipeline section's choices (the arguments of Service.pipeline after the question)."""
+    """The tab's choices (the arguments of planning.pipeline after the question)."""
 
     policy: str = "adapt"
     threshold: float | None = None  # None for never / always, which read no threshold
@@ -59,8 +60,8 @@ class Choice:
 
 def record_pipeline(service, question: str, choice: Choice, command: str) -> Recording:
     """Run the pipeline for the question on the service's models, keeping each event with its time."""
-    plan = service.plan(question, reader=choice.reader)  # which reader the pipeline's default run reads with
-    events = service.pipeline(question, choice.policy, choice.threshold, reader=choice.reader)
+    reader, _ = service.reader(choice.reader)  # which reader the pipeline's default run reads with
+    events = pipeline(service, question, choice.policy, choice.threshold, reader=choice.reader)
     start = time.perf_counter()
     timed = tuple((round(time.perf_counter() - start, 3), to_json(e)) for e in events)
     model = service.adapt_model()
@@ -68,9 +69,9 @@ def record_pipeline(service, question: str, choice: Choice, command: str) -> Rec
         "recording": FORMAT,
         "kind": "pipeline",
         "question": question,
-        "choice": asdict(choice) | {"reader": plan.reader.name},
+        "choice": asdict(choice) | {"reader": reader.name},
         "model": getattr(model, "name", None),
-        "reader": plan.reader.label,
+        "reader": reader.label,
         "corpus": f"{service.corpus_label} ({len(service.pages):,} pages)",
         "command": command,
         "raqa_version": __version__,

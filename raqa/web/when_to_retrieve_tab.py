@@ -1,112 +1,197 @@
-"""The When-to-retrieve tab: each policy's decision, page and answer for a question, and the committed evaluation.
+"""The When-to-retrieve tab: the live pipeline for a question, the P(<RET>) threshold over example questions, and the
+committed evaluations' figures folded under one accordion.
 
-The events come from Service.decide (when_to_retrieve/policies.py); this module only renders them
-(render_when_to_retrieve.py) and draws the committed eval-adapt figures.
+The events come from when_to_retrieve/planning.pipeline, the one stream `python -m raqa pipeline` prints and the
+evaluations score; render_when_to_retrieve.py turns them into HTML. A click on an example replays its recording
+(pipeline_recordings.py) when one matches the choices. The slider's numbers are the committed eval-pipeline record's
+example decisions (no model runs when it moves). Left out here: the figures themselves (figures_when_to_retrieve.py).
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from pathlib import Path
 
 import gradio as gr
 
 from raqa.config import SettingsError, clean_question
-from raqa.evaluation.pipeline_scores import MEMORY_QUESTIONS
 from raqa.evaluation.records import load_results
-from raqa.service import NO_ADAPT_MODEL, Service
+from raqa.evaluation.when_to_retrieve import MEMORY_QUESTIONS, PAGE_POLICIES, tuned_thresholds
+from raqa.models.base import ModelError
+from raqa.service import Service
+from raqa.web.ask_tab import REPLAY_GAP_S, REPLAY_TOTAL_S, page_lookup, recorded_banner, usable_recordings
 from raqa.web.examples import load_examples
 from raqa.web.experiments_tab import experiment_caption
-from raqa.web.figures_pipeline import FIGURES as PIPELINE_FIGURES
-from raqa.web.figures_pipeline import ret_signal_figure
 from raqa.web.figures_run import safe
-from raqa.web.figures_when_to_retrieve import FIGURES as ROUTE_FIGURES
-from raqa.web.pipeline_recordings import PIPELINE_RECORDINGS_DIR
-from raqa.web.pipeline_tab import pipeline_view
-from raqa.web.render_pipeline import pipeline_summary, ret_signal_summary
-from raqa.web.render_when_to_retrieve import RouteView, evaluation_summary, message_html
-from raqa.web.visitors import VisitorGate
-from raqa.when_to_retrieve.policies import POLICIES
+from raqa.web.figures_when_to_retrieve import ADAPT_FIGURES, PIPELINE_FIGURES, ret_signal_figure
+from raqa.web.pipeline_recordings import PIPELINE_RECORDINGS_DIR, Choice, find_pipeline, read_pipeline_recording
+from raqa.web.render_when_to_retrieve import (
+    PipelineView,
+    evaluation_summary,
+    message_html,
+    pipeline_summary,
+    ret_examples_html,
+    ret_signal_summary,
+)
+from raqa.web.visitors import VisitorGate, limit_runs
+from raqa.when_to_retrieve.pipeline import DEFAULT_RET_THRESHOLD, PIPELINE_TITLES, event_from_json
+from raqa.when_to_retrieve.planning import NO_ADAPT_MODEL, pipeline
 
 LOG = logging.getLogger(__name__)
+NO_RECORDING = (
+    '<div class="raqa-answer raqa-failed">No recorded run of this question with this policy, threshold and reader: '
+    "press Run the pipeline to run it live.</div>"
+)
+# what each committed record shows under the accordion: its summary in words, then its figures
+SECTIONS = {
+    "pipeline": (pipeline_summary, PIPELINE_FIGURES),
+    "ret_signal": (ret_signal_summary, {"ret": ret_signal_figure}),
+    "when_to_retrieve": (evaluation_summary, ADAPT_FIGURES),
+}
 
 
-def route(service: Service, question):
-    """Stream the "When to retrieve" cards: each policy's decision, page and answer for the question."""
+def run_pipeline(service: Service, question, policy, threshold, reader=None):
+    """Stream the pipeline view for the question; a clear message (and no model call) for bad input."""
     try:
         question = clean_question(question)
-    except SettingsError as e:
+        events = pipeline(service, question, policy, float(threshold) if threshold is not None else None,
+                          reader=reader)  # fmt: skip
+    except (SettingsError, ModelError, TypeError, ValueError) as e:
         yield message_html(str(e))
         return
-    if not service.has_adapt_model():
-        yield message_html(NO_ADAPT_MODEL)
-        return
-    view = RouteView(question)
+    view = PipelineView(question)
+    yield view.html()
     try:
-        for policy in POLICIES:
-            view.busy = policy
+        for event in events:
+            view.add(event)
             yield view.html()
-            for event in service.decide(question, policy):
-                view.add(event)
-                yield view.html()
-        view.busy, view.done = None, True
-        yield view.html()
+    except (SettingsError, ModelError) as e:
+        yield message_html(str(e))
     except Exception:  # last resort, as in ask()
-        LOG.exception("A route failed on an unexpected error")
-        yield message_html("The decision stopped on an internal error. Please try again.")
+        LOG.exception("A pipeline run failed on an unexpected error")
+        yield message_html("The pipeline stopped on an internal error. Please try again.")
 
 
-def route_view(service: Service, results_dir: Path | None = None, recordings_dir: Path = PIPELINE_RECORDINGS_DIR,
-               gate: VisitorGate | None = None):  # fmt: skip
-    """The "When to retrieve" tab; returns (question box, button, output) for the caller to wire (the pipeline
-    section wires its own, behind the visitor gate, and replays its examples' recordings from recordings_dir)."""
-    results = load_results(results_dir) if results_dir else load_results()
-    pipeline_records = [
-        (stem, r) for stem, r in results.items() if r.get("experiment") == "pipeline" and "error" not in r
-    ]
-    pipeline_view(service, pipeline_records[0][1] if pipeline_records else None,
-                  [*MEMORY_QUESTIONS[:1], *load_examples()], recordings_dir, gate)  # fmt: skip
-    for stem, record in pipeline_records:
-        gr.HTML(pipeline_summary(record))
-        for name, make in PIPELINE_FIGURES.items():
-            gr.Plot(safe(make, record), elem_classes=["raqa-pipe-figure"], elem_id=f"raqa-pipe-{name}-{stem}")
-        gr.HTML(experiment_caption(record, "raqa-pipe-caption"))
-    if not pipeline_records:
-        gr.HTML('<div class="raqa-empty">No pipeline evaluation committed yet: run python -m raqa eval-pipeline.</div>')
-    for stem, record in [
-        (s, r) for s, r in results.items() if r.get("experiment") == "ret_signal" and "error" not in r
-    ]:
-        try:
-            gr.HTML(ret_signal_summary(record))
-        except (KeyError, TypeError) as e:
-            gr.HTML(message_html(f"The adapter comparison could not be read: {type(e).__name__}: {e}"))
-        gr.Plot(safe(ret_signal_figure, record), elem_classes=["raqa-pipe-figure"], elem_id=f"raqa-pipe-ret-{stem}")
-        gr.HTML(experiment_caption(record, "raqa-pipe-caption"))
-    gr.HTML('<h3 class="raqa-section">Each policy on its own (Adapt-LLM, NR-LLM, AR-LLM)</h3>')
+def replay_pipeline(service: Service, recordings, page_of, question, policy, threshold, reader=None,
+                    pause=time.sleep):  # fmt: skip
+    """Stream a recorded pipeline run of this question and these choices through the live run's renderer, marked
+    as recorded; a message when there is none (no model runs either way)."""
+    try:
+        choice = Choice(policy, float(threshold) if threshold is not None else None, reader)
+        found = find_pipeline(recordings, question, choice) if isinstance(question, str) else None
+    except (TypeError, ValueError):
+        found = None
+    if found is None:
+        yield NO_RECORDING
+        return
+    # the adapters ride on the page's base model (when_to_retrieve.model.load_adapt_model names it so)
+    model = f"{service.backend.name} + Adapt-LLM adapters" if service.backend else None
+    banner = recorded_banner(found, model)
+    view = PipelineView(found.question)
+    previous = 0.0
+    longest = min(REPLAY_GAP_S, REPLAY_TOTAL_S / max(len(found.timed_events), 1))
+    for t, data in found.timed_events:
+        pause(min(max(t - previous, 0.0), longest))
+        previous = t
+        view.add(event_from_json(data, page_of))
+        yield banner + view.html()
+
+
+def when_to_retrieve_view(
+    service: Service,
+    results_dir: Path | None = None,
+    recordings_dir: Path = PIPELINE_RECORDINGS_DIR,
+    gate: VisitorGate | None = None,
+) -> None:
+    """The tab's components, wired to the service's model queue (live runs behind the visitor gate of a public page)."""
+    committed = load_results(results_dir) if results_dir else load_results()
+    results = {stem: r for stem, r in committed.items() if "error" not in r}
+    pipeline_records = [r for r in results.values() if r.get("experiment") == "pipeline"]
+    record = pipeline_records[0] if pipeline_records else None
+    live_pipeline(service, record, [*MEMORY_QUESTIONS[:1], *load_examples()], recordings_dir, gate)
+    ret_slider(record)
+    title = "The evaluations: every policy and reader measured on NQ-open and TriviaQA"
+    with gr.Accordion(title, open=False, elem_id="raqa-w2r-evaluation"):
+        evaluation_figures(results)
+
+
+def live_pipeline(
+    service: Service, record: dict | None, examples: list[str], recordings_dir: Path, gate: VisitorGate | None
+) -> None:
+    """Question, policy, threshold and reader; the run streamed step by step; examples replay their recordings."""
+    tuned = tuned_thresholds(record)
     gr.HTML(
-        '<p class="raqa-meta">Adapt-LLM is the same model with a LoRA adapter trained to answer from memory when '
-        "it knows and to reply <code>&lt;RET&gt;</code> when it needs a page; it is compared with adapters "
-        "trained to never retrieve and to always retrieve (BM25's top page), and with a popularity threshold "
-        "(needs PopQA-format data: RAQA_POPQA and RAQA_POP_THRESHOLD).</p>"
+        '<h3 class="raqa-section">Both papers in one run</h3><p class="raqa-meta">The model first answers from '
+        "memory; a policy reads how sure it is and decides: keep that answer, or retrieve and read the iterative "
+        "windows. After retrieving, only a page's answer counts: no window with an answer the reader stands by "
+        "ends in <i>I don't know</i>.</p>"
     )
     with gr.Row():
-        question = gr.Textbox(
-            label="Question", placeholder="Ask something…", lines=1, max_length=1000, elem_id="raqa-route-question"
-        )
-        button = gr.Button("Decide", variant="primary", elem_id="raqa-route-run", scale=0)
-    gr.Examples(load_examples(), inputs=question, label="Examples")
-    output = gr.HTML(message_html(NO_ADAPT_MODEL) if not service.has_adapt_model() else "", elem_id="raqa-route-cards")
-    records = [
-        (stem, r) for stem, r in results.items() if r.get("experiment") == "when_to_retrieve" and "error" not in r
-    ]
-    if not records:
-        gr.HTML('<div class="raqa-empty">No evaluation committed yet: run python -m raqa eval-adapt.</div>')
-    for stem, record in records:
-        try:
-            gr.HTML(evaluation_summary(record))
-        except (KeyError, TypeError) as e:
-            gr.HTML(message_html(f"The evaluation summary could not be read: {type(e).__name__}: {e}"))
-        for name, make in ROUTE_FIGURES.items():
-            gr.Plot(safe(make, record), elem_classes=["raqa-route-figure"], elem_id=f"raqa-route-{name}-{stem}")
-        gr.HTML(experiment_caption(record, "raqa-route-caption"))
-    return question, button, output
+        question = gr.Textbox(label="Question", placeholder="Ask something…", lines=1, max_length=1000,
+                              elem_id="raqa-pipe-question", scale=3)  # fmt: skip
+        policy = gr.Dropdown([(PIPELINE_TITLES[p], p) for p in PAGE_POLICIES], value="adapt", label="Decision policy",
+                             info="What decides whether to retrieve.", elem_id="raqa-pipe-policy")  # fmt: skip
+        threshold = gr.Slider(0, 1, value=tuned["adapt"], step=0.01, label="Threshold",
+                              info="Adapt-LLM: retrieve when P(<RET>) ≥ this. Others: when the confidence is below.",
+                              elem_id="raqa-pipe-threshold")  # fmt: skip
+    choices = [(r.label, name) for name, r in service.readers.items()]
+    reader = gr.Radio(choices, value=choices[0][1] if choices else None, label="Reader of the windows",
+                      visible=len(choices) > 1, elem_id="raqa-pipe-reader")  # fmt: skip
+    button = gr.Button("Run the pipeline", variant="primary", elem_id="raqa-pipe-run")
+    example_list = gr.Examples(
+        examples, inputs=question, label="Examples (a click replays a recorded run)", elem_id="raqa-pipe-examples"
+    )
+    output = gr.HTML(message_html(NO_ADAPT_MODEL) if not service.has_adapt_model() else "", elem_id="raqa-pipe-out")
+    policy.change(lambda p: gr.Slider(value=tuned.get(p, DEFAULT_RET_THRESHOLD), interactive=p not in ("never", "always")),
+                  [policy], [threshold], api_visibility="private", queue=False)  # fmt: skip
+    listen = dict(concurrency_id="model", preprocess=False, trigger_mode="multiple")
+
+    def run_here(question_, policy_, threshold_, reader_=None):
+        yield from run_pipeline(service, question_, policy_, threshold_, reader_)
+
+    run = limit_runs(gate, run_here, message_html)
+    button.click(run, [question, policy, threshold, reader], [output], api_name="pipeline", **listen)
+    question.submit(run, [question, policy, threshold, reader], [output], api_visibility="private", **listen)
+    recordings = usable_recordings(service, recordings_dir, read_pipeline_recording)
+    page_of = page_lookup(service)
+
+    def replay(question_, policy_, threshold_, reader_=None):
+        yield from replay_pipeline(service, recordings, page_of, question_, policy_, threshold_, reader_)
+
+    # a replay uses no model: it is not queued behind live runs
+    example_list.load_input_event.then(replay, [question, policy, threshold, reader], [output], api_visibility="private",
+                                       preprocess=False, concurrency_limit=None)  # fmt: skip
+
+
+def ret_slider(record: dict | None) -> None:
+    """The P(<RET>) threshold over the committed example decisions: which questions switch as it moves."""
+    decided, start = (record or {}).get("results", {}).get("examples", []), tuned_thresholds(record)["adapt"]
+    gr.HTML('<h3 class="raqa-section">Move the P(&lt;RET&gt;) threshold</h3><p class="raqa-meta">The paper\'s code '
+            "reads the probability that Adapt-LLM's reply starts with &lt;RET&gt;; a threshold on it decides. Each "
+            "example's probability is in the committed pipeline evaluation; move the slider to see which questions switch "
+            "between retrieving and answering from memory.</p>")  # fmt: skip
+    slider = gr.Slider(0, 1, value=start, step=0.01, label="P(<RET>) threshold",
+                       info="Retrieve when P(<RET>) is at or above it.", elem_id="raqa-ret-threshold")  # fmt: skip
+    table = gr.HTML(ret_examples_html(decided, start), elem_id="raqa-ret-examples")
+    slider.change(lambda t: ret_examples_html(decided, float(t)), [slider], [table], api_visibility="private",
+                  queue=False)  # fmt: skip
+
+
+def evaluation_figures(results: dict[str, dict]) -> None:
+    """Each committed When-to-retrieve record: its summary, its figures (one failing figure shows a message) and how
+    to rerun it."""
+    shown = 0
+    for kind, (summary, figures) in SECTIONS.items():
+        for stem, record in [(s, r) for s, r in results.items() if r.get("experiment") == kind]:
+            shown += 1
+            try:
+                gr.HTML(summary(record))
+            except (KeyError, TypeError) as e:
+                gr.HTML(message_html(f"The {kind} summary could not be read: {type(e).__name__}: {e}"))
+            for name, make in figures.items():
+                gr.Plot(safe(make, record), elem_classes=["raqa-w2r-figure"], elem_id=f"raqa-w2r-{name}-{stem}")
+            gr.HTML(experiment_caption(record, "raqa-w2r-caption"))
+    if not shown:
+        rerun = "python -m raqa eval-pipeline and python -m raqa eval-adapt"
+        gr.HTML(f'<div class="raqa-empty">No evaluation committed yet: run {rerun}.</div>')

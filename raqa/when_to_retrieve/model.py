@@ -1,4 +1,4 @@
-"""The default model with the three Adapt-LLM adapters loaded side by side (router.AdaptModel).
+"""The default model with the three Adapt-LLM adapters loaded side by side (policies.AdaptModel).
 
 One copy of the base weights holds all three LoRA adapters as named peft adapters; each request switches
 to its adapter ("base" disables them all), so the page pays for one model, not four. Decoding is greedy
@@ -24,7 +24,8 @@ from raqa.models.local import (
     special_token_strings,
     stop_token_ids,
 )
-from raqa.when_to_retrieve.policies import ADAPTERS, RET, Messages
+from raqa.when_to_retrieve.policies import ADAPTERS
+from raqa.when_to_retrieve.prompts import RET, Messages
 
 ADAPT_DIR = ASSETS_DIR / "adapt"
 ANSWER_TOKENS = 32  # greedy tokens per answer: enough for the answer sentence a chat model writes first

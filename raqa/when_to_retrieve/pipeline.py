@@ -1,19 +1,19 @@
-"""Both papers in one run: answer closed-book, decide whether to retrieve, read the iterative windows, or admit
-ignorance.
+"""When to retrieve, as one event stream: answer closed-book, decide whether to retrieve, read, or admit ignorance.
 
-    ClosedBookAnswered   the base model's closed-book answer and how sure it is (uncertainty.py)
-    RetrievalDecided     the policy's choice: answer from memory, or retrieve
-    (the reading engine's events: RunStarted ... Final, when it retrieves)
+    ClosedBookAnswered   the closed-book answer and how sure the model is of it (uncertainty.py)
+    RetrievalDecided     the policy's choice: answer from memory, or retrieve (retrieve None: it cannot decide)
+    (reading events)     the iterative run's RunStarted ... Final, or the Adapt-LLM paper's top page (policies.py)
     PipelineEnded        the answer, from memory or from a page, or "I don't know" (answer None)
 
-Policies: never (always answer from memory), always (always read the windows), adapt (retrieve when Adapt-LLM's
-P(<RET>) is at or above the threshold: the paper's official code thresholds this probability), and one per
-uncertainty signal (retrieve when the confidence is below the threshold). Every policy answers from memory with
-the same closed-book answer and reads the same windows, so they differ in their decision alone. After
-retrieval only a window's answer counts: a run that ends without one ends in "I don't know", never in the
-memory answer the policy chose not to trust. The page, `python -m raqa pipeline` and `eval-pipeline` all read
-this stream (reading.events.to_json serialises it). Left out here: loading the model (model.py), the reading
-engine (reading/engine.py) and choosing thresholds (evaluation/pipeline_scores.py).
+Every policy yields this stream, whichever model answers and whatever it reads. The page's policies (PIPELINE_POLICIES)
+answer closed-book with the base model and read the iterative windows: never, always, adapt (retrieve when
+Adapt-LLM's P(<RET>) is at or above the threshold: the paper's official code thresholds this probability), and one
+per uncertainty signal (retrieve when the confidence is below the threshold). The Adapt-LLM paper's policies
+(policies.py) answer with its adapters and read BM25's top page. After retrieval only a page's answer counts: a run
+that ends without one ends in "I don't know", never in the memory answer the policy chose not to trust. The page,
+the CLI (`pipeline`, `route`) and both evaluations (`eval-pipeline`, `eval-adapt`) read this stream, and
+reading.events.to_json serialises it. Left out here: loading the model (model.py), the reading engine
+(reading/engine.py) and choosing thresholds (evaluation/when_to_retrieve_scores.py).
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ PIPELINE_TITLES = {
     "adapt": "Adapt-LLM, P(<RET>) threshold",
     **{s: SIGNAL_TITLES[s] for s in SIGNALS if s != "not_ret"},
 }
+PROBABILITY_POLICIES = ("adapt", "sequence_probability", "token_probability", "p_true")  # thresholds from 0 to 1
 DEFAULT_RET_THRESHOLD = 0.5  # retrieve when P(<RET>) >= this (the greedy <RET> token, roughly)
 Source = Literal["memory", "pages", "none"]
 IDK = "I don't know"
@@ -50,8 +51,8 @@ class ClosedBookAnswered(Event):
 @dataclass(frozen=True)
 class RetrievalDecided(Event):
     policy: str
-    retrieve: bool
-    signal: str | None  # the confidence the policy read (None: never / always)
+    retrieve: bool | None  # None: the policy cannot decide for this question (its popularity is unknown)
+    signal: str | None  # the confidence the policy read (None: never / always / the <RET> token)
     confidence: float | None
     threshold: float | None  # on the confidence: answer from memory at or above it
     reason: str
@@ -66,7 +67,7 @@ class PipelineEnded(Event):
 
 
 PipelineEvent = Union[ClosedBookAnswered, RetrievalDecided, PipelineEnded, RunEvent]
-
+Decide = Callable[[str, Mapping[str, float]], RetrievalDecided]  # (closed-book answer, signals) -> the decision
 
 STEP_CLASSES = {cls.type_name(): cls for cls in (ClosedBookAnswered, RetrievalDecided, PipelineEnded)}
 
@@ -99,7 +100,7 @@ def check_policy(policy: str, threshold: float | None) -> None:
     if policy in POLICY_SIGNAL:
         if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or threshold != threshold:
             raise ValueError(f"The {policy} policy needs a number as its threshold, got {threshold!r}.")
-        if policy in ("adapt", "sequence_probability", "token_probability", "p_true") and not 0 <= threshold <= 1:
+        if policy in PROBABILITY_POLICIES and not 0 <= threshold <= 1:
             raise ValueError(f"The {policy} threshold is a probability: from 0 to 1, got {threshold!r}.")
 
 
@@ -125,13 +126,11 @@ def decide_retrieval(policy: str, signals: Mapping[str, float], threshold: float
     if policy == "adapt":
         p_ret, limit = 1.0 - confidence, float(threshold)
         retrieve = p_ret >= limit
-        relation = "at or above" if retrieve else "below"
-        action = "retrieve" if retrieve else "answer from memory"
-        return RetrievalDecided(policy, retrieve, signal, confidence, 1.0 - limit,
-                                f"P(<RET>) {p_ret:.3f} is {relation} {limit:.3f}: {action}")  # fmt: skip
+        relation, action = ("at or above", "retrieve") if retrieve else ("below", "answer from memory")
+        reason = f"P(<RET>) {p_ret:.3f} is {relation} {limit:.3f}: {action}"
+        return RetrievalDecided(policy, retrieve, signal, confidence, 1.0 - limit, reason)
     retrieve = confidence < threshold
-    relation = "below" if retrieve else "at or above"
-    action = "retrieve" if retrieve else "answer from memory"
+    relation, action = ("below", "retrieve") if retrieve else ("at or above", "answer from memory")
     reason = f"{SIGNAL_TITLES[signal]} {confidence:.3f} is {relation} {threshold:.3f}: {action}"
     return RetrievalDecided(policy, retrieve, signal, confidence, threshold, reason)
 
@@ -147,18 +146,26 @@ def ending(final: Final | RunFailed | None) -> tuple[str | None, Source, str]:
 
 def pipeline(
     question: str,
-    policy: str,
-    threshold: float | None,
+    decide: Decide,
     answer_closed_book: Callable[[str], tuple[str, dict[str, float]]],
     read: Callable[[str], Iterator[RunEvent]],
 ) -> Iterator[PipelineEvent]:
-    """The pipeline's events for one question (read: the iterative run's events for the question)."""
-    check_policy(policy, threshold)
+    """The events for one question: answer_closed_book gives (answer, signals), decide reads them, and read(question)
+    yields the reading's events when the decision is to retrieve (its Final, or RunFailed, ends the pipeline).
+
+    Example:
+        >>> never = lambda answer, signals: decide_retrieval("never", signals, None)
+        >>> [type(e).__name__ for e in pipeline("Q?", never, lambda q: ("A", {}), lambda q: iter(()))]
+        ['ClosedBookAnswered', 'RetrievalDecided', 'PipelineEnded']
+    """
     start = time.perf_counter()
     answer, signals = answer_closed_book(question)
     yield ClosedBookAnswered(question, answer, tuple(signals.items()), time.perf_counter() - start)
-    decision = decide_retrieval(policy, signals, threshold)
+    decision = decide(answer, signals)
     yield decision
+    if decision.retrieve is None:
+        yield PipelineEnded(None, "none", decision.reason, time.perf_counter() - start)
+        return
     if not decision.retrieve:
         if answer.strip():
             yield PipelineEnded(answer, "memory", "answered from memory", time.perf_counter() - start)
@@ -172,3 +179,9 @@ def pipeline(
             last = event
     answer, source, reason = ending(last)
     yield PipelineEnded(answer, source, reason, time.perf_counter() - start)
+
+
+def by_policy(policy: str, threshold: float | None) -> Decide:
+    """The decision of one of PIPELINE_POLICIES at this threshold (checked now, before any model call)."""
+    check_policy(policy, threshold)
+    return lambda answer, signals: decide_retrieval(policy, signals, threshold)

@@ -1,6 +1,4 @@
-"""When to retrieve: Adapt-LLM's <RET> decision and the fixed and popularity baselines, as events.
-
-Four policies answer one question each:
+"""The Adapt-LLM paper's policies, each a run of the one When-to-retrieve stream (pipeline.py) on its adapters:
 
     never       the NR-LLM adapter answers from memory, with the plain question prompt
     always      BM25's top page is retrieved and the AR-LLM adapter answers with the context prompt
@@ -9,20 +7,22 @@ Four policies answer one question each:
     popularity  (Mallen et al.) retrieve when the question's popularity is below a tuned threshold; the
                 NR-LLM answer when it is not, the AR-LLM answer when it is; unknown popularity says so
 
-`decide` yields Decision, Retrieved (only when a page is read), then Answer, or PolicyFailed: the page, the
-CLI and eval-adapt all read this stream, and serialise it with reading.events.to_json like a run's. Left out
-here: the prompts (prompts.py), loading models (model.py), training (training/when_to_retrieve*.py) and
-scoring (evaluation/when_to_retrieve.py).
+`decide` yields ClosedBookAnswered, RetrievalDecided, the top page's Retrieved and Final (or RunFailed when BM25
+finds no page) and PipelineEnded, as the page's pipeline does with the iterative windows; `route` prints it and
+eval-adapt scores it. Left out here: the prompts (prompts.py), loading models (model.py), training
+(training/when_to_retrieve*.py) and scoring (evaluation/when_to_retrieve_scores.py).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol, Union
+from typing import Literal, Protocol
 
-from raqa.reading.events import Event
+from raqa.reading.events import Final, Retrieved, RunEvent, RunFailed
 from raqa.retrieval.index import Hit
+from raqa.when_to_retrieve.pipeline import Decide, PipelineEvent, RetrievalDecided, decide_retrieval, pipeline
 from raqa.when_to_retrieve.prompts import (
     RET,
     Messages,
@@ -35,14 +35,9 @@ from raqa.when_to_retrieve.prompts import (
 
 Policy = Literal["never", "always", "adapt", "popularity"]
 POLICIES: tuple[Policy, ...] = ("never", "always", "adapt", "popularity")
-POLICY_TITLES = {
-    "never": "Never retrieve (NR-LLM)",
-    "always": "Always retrieve (AR-LLM)",
-    "adapt": "Adapt-LLM",
-    "popularity": "Popularity threshold",
-}
 # which trained adapter answers for each policy (the popularity baseline borrows NR's and AR's)
 ADAPTERS = ("adapt", "never", "always")
+NO_PAGE = "BM25 found no page sharing a word with the question, so there is no context."
 
 
 class AdaptModel(Protocol):
@@ -60,53 +55,48 @@ class AdaptModel(Protocol):
 
 
 @dataclass(frozen=True)
-class Decision(Event):
-    policy: Policy
-    retrieve: bool | None  # None: the policy cannot decide for this question (popularity unknown)
-    reason: str  # one line a viewer reads
-    ret_probability: float | None = None  # Adapt-LLM: P(reply starts with <RET>)
-    first_reply: str | None = None  # Adapt-LLM: its reply to the parametric prompt
-    popularity: float | None = None
-    threshold: float | None = None
-
-
-@dataclass(frozen=True)
-class PageRead(Event):
-    policy: Policy
-    hit: Hit | None  # None: BM25 found no page for the question
-    context: str  # the text the context prompt showed
-
-
-@dataclass(frozen=True)
-class Answer(Event):
-    policy: Policy
-    text: str
-    with_context: bool
-    adapter: str
-
-
-@dataclass(frozen=True)
-class PolicyFailed(Event):
-    policy: Policy
-    message: str
-
-
-PolicyEvent = Union[Decision, PageRead, Answer, PolicyFailed]
-
-
-@dataclass(frozen=True)
 class Popularity:
     value: float | None  # e.g. PopQA's s_pop (monthly Wikipedia page views); None when unknown
     threshold: float | None  # retrieve below this; None when no threshold was tuned
 
 
-def read_page(
-    policy: Policy, question: str, search: Callable[[str], Sequence[Hit]], count_tokens: Callable[[str], int]
-) -> PageRead:
-    hits = list(search(question))
+def read_top_page(question: str, model: AdaptModel, search: Callable[[str], Sequence[Hit]], adapter: str
+                  ) -> Iterator[RunEvent]:  # fmt: skip
+    """The paper's retrieval as reading events: BM25's top page (Retrieved), the adapter's answer with it as the
+    context prompt shows it (a Final of one unchecked window; its passage is that context), or RunFailed."""
+    start = time.perf_counter()
+    hits = tuple(search(question))[:1]
     if not hits:
-        return PageRead(policy, None, "")
-    return PageRead(policy, hits[0], context_text(hits[0], count_tokens))
+        yield RunFailed(NO_PAGE)
+        return
+    yield Retrieved(hits, time.perf_counter() - start)
+    context = context_text(hits[0], model.count_tokens)
+    messages = context_messages(question, context)
+    answer = model.generate(messages, adapter).strip()
+    prompt = model.count_tokens(messages[-1]["content"])
+    yield Final(question, "topk", "forward", answer or None, not answer, "unsupported" if answer else "not_found",
+                None, 1, hits[0].page.id, context, 1, 1, prompt, model.count_tokens(answer), prompt,
+                time.perf_counter() - start)  # fmt: skip
+
+
+def ret_token(answer: str, signals) -> RetrievalDecided:
+    """Adapt-LLM's own decision: retrieve when its reply to the parametric prompt holds <RET>."""
+    if asks_retrieval(answer):
+        return RetrievalDecided("adapt", True, "not_ret", signals["not_ret"], None, f"asked for retrieval with {RET}")
+    return RetrievalDecided("adapt", False, "not_ret", signals["not_ret"], None, "answered from memory")
+
+
+def by_popularity(popularity: Popularity | None) -> Decide:
+    pop = popularity or Popularity(None, None)
+    if pop.value is None or pop.threshold is None:
+        missing = "no popularity is known for this question" if pop.value is None else "no threshold was tuned"
+        reason = f"cannot decide: {missing} (needs PopQA-format data with s_pop)"
+        return lambda answer, signals: RetrievalDecided("popularity", None, "popularity", pop.value, None, reason)
+    retrieve = pop.value < pop.threshold
+    relation = "below" if retrieve else "at or above"
+    reason = f"popularity {pop.value:g} is {relation} the threshold {pop.threshold:g}"
+    return lambda answer, signals: RetrievalDecided("popularity", retrieve, "popularity", pop.value, pop.threshold,
+                                                    reason)  # fmt: skip
 
 
 def decide(
@@ -115,52 +105,29 @@ def decide(
     model: AdaptModel,
     search: Callable[[str], Sequence[Hit]],
     popularity: Popularity | None = None,
-) -> Iterator[PolicyEvent]:
-    """Yield one policy's decision for the question, the page it read if any, and its answer."""
+    memory: Callable[[str], tuple[str, dict]] | None = None,
+) -> Iterator[PipelineEvent]:
+    """One policy's run for the question: its closed-book answer, decision, the page it read if any, its ending.
+    memory: NR-LLM's closed-book answer for the question (default: asked now), which never, always and popularity
+    share (eval-adapt asks it once per question)."""
     if policy not in POLICIES:
         raise ValueError(f"Invalid policy: {policy!r}. Choose from: {', '.join(POLICIES)}.")
-    if policy == "never":
-        yield Decision(policy, False, "never retrieves")
-        yield Answer(policy, model.generate(closed_book_messages(question), "never"), False, "never")
-        return
-    if policy == "always":
-        yield Decision(policy, True, "always retrieves")
-        yield from _answer_with_page(question, policy, model, search, "always")
-        return
-    if policy == "popularity":
-        pop = popularity or Popularity(None, None)
-        if pop.value is None or pop.threshold is None:
-            missing = "no popularity is known for this question" if pop.value is None else "no threshold was tuned"
-            yield Decision(policy, None, f"cannot decide: {missing} (needs PopQA-format data with s_pop)")
-            return
-        retrieve = pop.value < pop.threshold
-        relation = "below" if retrieve else "at or above"
-        reason = f"popularity {pop.value:g} is {relation} the threshold {pop.threshold:g}"
-        yield Decision(policy, retrieve, reason, popularity=pop.value, threshold=pop.threshold)
-        if retrieve:
-            yield from _answer_with_page(question, policy, model, search, "always")
-        else:
-            yield Answer(policy, model.generate(closed_book_messages(question), "never"), False, "never")
-        return
+    if policy == "adapt":
+        return pipeline(question, ret_token, lambda q: parametric(model, q),
+                        lambda q: read_top_page(q, model, search, "adapt"))  # fmt: skip
+    decision = by_popularity(popularity) if policy == "popularity" else (
+        lambda answer, signals: decide_retrieval(policy, signals, None))  # fmt: skip
+    memory = memory or (lambda q: nr_answer(model, q))
+    return pipeline(question, decision, memory, lambda q: read_top_page(q, model, search, "always"))
+
+
+def nr_answer(model: AdaptModel, question: str) -> tuple[str, dict[str, float]]:
+    """NR-LLM's closed-book answer (the plain question prompt), with no signals."""
+    return model.generate(closed_book_messages(question), "never"), {}
+
+
+def parametric(model: AdaptModel, question: str) -> tuple[str, dict[str, float]]:
+    """Adapt-LLM's reply to the parametric prompt (an answer, or <RET>) and its confidence 1 - P(<RET>)."""
     messages = parametric_messages(question)
     p_ret = model.ret_probability(messages, "adapt")
-    first = model.generate(messages, "adapt")
-    if not asks_retrieval(first):
-        yield Decision(policy, False, "answered from memory", p_ret, first)
-        yield Answer(policy, first, False, "adapt")
-        return
-    yield Decision(policy, True, f"asked for retrieval with {RET}", p_ret, first)
-    yield from _answer_with_page(question, policy, model, search, "adapt")
-
-
-def _answer_with_page(question, policy, model, search, adapter) -> Iterator[PolicyEvent]:
-    page = read_page(policy, question, search, model.count_tokens)
-    yield page
-    if page.hit is None:
-        yield PolicyFailed(policy, "BM25 found no page sharing a word with the question, so there is no context.")
-        return
-    yield Answer(policy, model.generate(context_messages(question, page.context), adapter), True, adapter)
-
-
-def final_answer(events: Sequence[PolicyEvent]) -> Answer | None:
-    return next((e for e in events if isinstance(e, Answer)), None)
+    return model.generate(messages, "adapt"), {"not_ret": 1.0 - p_ret}

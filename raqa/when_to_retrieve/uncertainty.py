@@ -11,7 +11,7 @@ confidence is at or above the threshold, retrieve below it. From the greedy answ
 
 and from extra forward passes: p_true, the model asked whether its own answer is true (Kadavath et al. 2022):
 P("True") / (P("True") + P("False")) for its first reply token; not_ret, 1 - P(the Adapt-LLM adapter's reply
-starts with <RET>). Left out here: which threshold (evaluation/pipeline_scores.py) and the run (pipeline.py).
+starts with <RET>). Left out here: which threshold (evaluation/when_to_retrieve_scores.py) and the run (pipeline.py).
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
-"""The pipeline's HTML: every step in order, the ending above the windows, and text from models and questions
-escaped (no UI toolkit needed)."""
+"""The When-to-retrieve HTML: every step of the stream in order, the ending above the windows, the committed
+evaluations in words, and text from models, pages and questions escaped (no UI toolkit needed)."""
 
 from __future__ import annotations
 
-from raqa.web.render_pipeline import PipelineView, ret_examples_html
-from raqa.when_to_retrieve.pipeline import ClosedBookAnswered, PipelineEnded, decide_retrieval
+from raqa.web.render_when_to_retrieve import DECISION_BADGES, PipelineView, evaluation_summary, ret_examples_html
+from raqa.when_to_retrieve.pipeline import ClosedBookAnswered, PipelineEnded, RetrievalDecided, decide_retrieval
 
 HOSTILE = '<img src=x onerror="alert(1)">'
 
@@ -54,8 +54,6 @@ def test_no_decision_badge_wears_the_green_of_a_supported_answer():
                                "closed_book": "The Titanic sank in 2014."}], 0.5)  # fmt: skip
     used = re.findall(r'class="raqa-badge raqa-(\w+)"', html)
     assert used == ["memory"] and colour["memory"] != colour["answered"]
-    from raqa.web.render_when_to_retrieve import DECISION_BADGES
-
     assert all(colour[css_name] != colour["answered"] for css_name, _ in DECISION_BADGES.values())
 
 
@@ -72,3 +70,21 @@ def test_a_page_answer_with_weak_support_is_amber_not_green():
     view.add(PipelineEnded("Leonardo da Vinci", "pages", "window 1 answered (weak)", 1.0))
     end = view.html()[view.html().index("raqa-pipe-end") :]
     assert "raqa-weak" in end and "weak support" in end and "raqa-answered" not in end
+
+
+def test_a_policy_that_cannot_decide_says_so():
+    view = PipelineView("q")
+    view.add(ClosedBookAnswered("q", "Paris", (), 0.1))
+    view.add(RetrievalDecided("popularity", None, "popularity", None, None, f"cannot decide {HOSTILE}"))
+    view.add(PipelineEnded(None, "none", "cannot decide", 0.2))
+    html = view.html()
+    assert "Cannot decide" in html and "raqa-undecided" in html and "<img" not in html and "I don&#x27;t know" in html
+
+
+def test_evaluation_summary_lists_each_dataset_and_escapes_names():
+    est = {"value": 0.25, "low": 0.1, "high": 0.4, "n": 8}
+    dataset = {"n": 8, "policies": {"never": {"accuracy": est}, "adapt": {"accuracy": est}},
+               "ret_rate": {**est, "value": 0.875}}  # fmt: skip
+    html = evaluation_summary({"results": {"datasets": {"<b>nq</b>": dataset}}})
+    assert "<b>&lt;b&gt;nq&lt;/b&gt;</b> test (n=8)" in html and "never 25.0%" in html and "Adapt-LLM 25.0%" in html
+    assert "&lt;RET&gt; on 87.5%" in html
