@@ -130,7 +130,7 @@ def test_json_record_is_serialisable():
         "run_started_s": 4.0,
         "first_verdict_s": 5.5,
         "final_s": 7.25,
-        "command": 'python -m raqa ask "Who painted the Mona Lisa?" --json',
+        "command": "python -m raqa ask 'Who painted the Mona Lisa?' --json",
     }
 
 

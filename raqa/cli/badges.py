@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import random
-import shlex
 import time
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from raqa.cli.options import app_config
 from raqa.cli.output import counter_bar, error, say
 from raqa.evaluation import records
 from raqa.evaluation.fan_out import calls_at_once
+from raqa.evaluation.records import command_line
 from raqa.evaluation.registry import served_by, server_about
 from raqa.models.base import ModelError
 from raqa.retrieval.corpus import CorpusError
@@ -60,9 +60,8 @@ def cmd_eval_badges(args: argparse.Namespace) -> int:
     with counter_bar("eval-badges", len(items)) as bar, calls_at_once(concurrency):
         rows = run_rows(items, service.index, backend, judge, base, PositiveIndex(service.pages), rows_path,
                         lambda: bar.update(1))  # fmt: skip
-    command = f"python -m raqa eval-badges --datasets {','.join(args.datasets)} --limit {args.limit} --seed {args.seed}"
-    if args.endpoint:
-        command += f" --endpoint {shlex.quote(args.endpoint)} --concurrency {concurrency}"
+    command = command_line("eval-badges", datasets=args.datasets, limit=args.limit, seed=args.seed,
+                           endpoint=args.endpoint, concurrency=concurrency if args.endpoint else None)  # fmt: skip
     about = {
         "command": command,
         "sample": {"split": "test", "limit": args.limit, "seed": args.seed, "questions": len(rows)},

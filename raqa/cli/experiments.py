@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 from functools import partial
-import shlex
 from pathlib import Path
 
 from raqa.cli.options import app_config
@@ -16,6 +15,7 @@ from raqa.cli.output import counter_bar, error, progress_bar, say
 from raqa.config import SpeedOptions
 from raqa.evaluation import records, registry
 from raqa.evaluation.fan_out import MAX_CALLS, calls_at_once
+from raqa.evaluation.records import command_line, options_line
 from raqa.models.base import ModelError
 from raqa.retrieval.corpus import CorpusError
 from raqa.text import slug
@@ -53,10 +53,8 @@ def cmd_experiment(args: argparse.Namespace) -> int:
                            rows if experiment.needs_model else None)  # fmt: skip
     except (QuestionsError, ModelError, ValueError) as e:  # ValueError: SettingsError (no such reader)
         return error(e)
-    if args.out:  # a record kept in its own folder says so, so that rerunning it writes it there again
-        run.about["command"] += f" --out {args.out}"
-    if args.rows:
-        run.about["command"] += f" --rows {shlex.quote(args.rows)}"
+    # a record kept in its own folder says so, so that rerunning it writes it there again
+    run.about["command"] += options_line(out=args.out, rows=args.rows)
     path = records.write(experiment.name, label, run.results, run.about, _out_dir(args))
     say(f"wrote {path} in {run.seconds:.0f} s")
     return 0
@@ -115,14 +113,12 @@ def cmd_eval_adapt(args: argparse.Namespace) -> int:
         model = load_adapt_model(service.config.cache_dir, Path(args.adapters), say)
     except (ValueError, QuestionsError, PopularityError, CorpusError, ModelError) as e:
         return error(e)
-    command = (
-        f"python -m raqa eval-adapt --datasets {','.join(args.datasets)} --limit {args.limit} --seed {args.seed} "
-        f"--adapters {args.adapters}" + (f" --popqa {args.popqa}" if args.popqa else "")
-    )
+    command = command_line("eval-adapt", datasets=args.datasets, limit=args.limit, seed=args.seed,
+                           adapters=args.adapters, popqa=args.popqa)  # fmt: skip
     about = {"command": command, "limit": args.limit, "seed": args.seed, "adapters": args.adapters}
     if server is not None:  # never and always retrieve: the served model; Adapt-LLM: the local adapter
         model = ServedBaselines(model, server)
-        about["command"] += f" --endpoint {shlex.quote(args.endpoint)} --concurrency {concurrency}"
+        about["command"] += options_line(endpoint=args.endpoint, concurrency=concurrency)
         reads = "never and always retrieve (the served model, no adapter); Adapt-LLM: the local adapter"
         about["server"] = registry.server_about(server, args.endpoint, concurrency, reads)
     key = f"eval-adapt | {records.code_version()} | {model.name} | adapters {args.adapters} | {service.corpus_label} "

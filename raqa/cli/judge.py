@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 from raqa.cli.output import error, say
+from raqa.evaluation.records import command_line
 
 
 def cmd_train_judge(args: argparse.Namespace) -> int:
@@ -35,20 +36,18 @@ def cmd_train_judge(args: argparse.Namespace) -> int:
             raise ValueError("--limit must be 2 or more, --holdout and --test-pairs 10 or more.")
     except ValueError as e:
         return error(e)
-    command = (
-        f"python -m raqa train-judge --method {args.method} --epochs {args.epochs} --lr {args.lr} "
-        f"--batch {args.batch} --max-tokens {args.max_tokens} --per-question {args.per_question} "
-        + (f"--rank {args.rank} --alpha {args.alpha} " if args.method == "lora" else "")
-        + (f"--limit {args.limit} " if args.limit is not None else "")
-        + f"--holdout {args.holdout} --test-pairs {args.test_pairs} --seed {args.seed} --out {args.out}"
-    )
+    lora = args.method == "lora"
+    command = command_line("train-judge", method=args.method, epochs=args.epochs, lr=args.lr, batch=args.batch,
+                           max_tokens=args.max_tokens, per_question=args.per_question,
+                           rank=args.rank if lora else None, alpha=args.alpha if lora else None, limit=args.limit,
+                           holdout=args.holdout, test_pairs=args.test_pairs, seed=args.seed, out=args.out)  # fmt: skip
     cache = Path(args.cache) if args.cache else default_cache_dir()
     if args.measure_only:
         from raqa.models.base import ModelError
         from raqa.training.judge import remeasure
 
         try:
-            card = remeasure(Path(args.out), cache, f"python -m raqa train-judge --measure-only --out {args.out}", say)
+            card = remeasure(Path(args.out), cache, command_line("train-judge", measure_only=True, out=args.out), say)
         except ModelError as e:
             return error(e)
     else:
@@ -72,7 +71,7 @@ def cmd_calibrate_judge(args: argparse.Namespace) -> int:
 
     if not 0 < args.max_false < 1:
         return error(f"--max-false must be between 0 and 1, got {args.max_false}.")
-    command = f"python -m raqa calibrate-judge --max-false {args.max_false} --out {args.out}"
+    command = command_line("calibrate-judge", max_false=args.max_false, out=args.out)
     try:
         gate = calibrate_folder(Path(args.out), Path(args.cache or default_cache_dir()), command, args.max_false, say)
     except ModelError as e:
@@ -89,10 +88,8 @@ def cmd_fit_support(args: argparse.Namespace) -> int:
 
     if not 0 < args.precision <= 1 or not 0 <= args.max_unanswerable <= 1 or not 2 <= args.folds <= 20:
         return error("--precision must be in (0, 1], --max-unanswerable in [0, 1], --folds from 2 to 20.")
-    command = (
-        f"python -m raqa fit-support --precision {args.precision} --max-unanswerable {args.max_unanswerable} "
-        f"--folds {args.folds} --out {args.out}"
-    )
+    command = command_line("fit-support", precision=args.precision, max_unanswerable=args.max_unanswerable,
+                           folds=args.folds, out=args.out)  # fmt: skip
     cache = Path(args.cache or default_cache_dir())
     try:
         model = fit_folder(Path(args.out), cache, command, args.folds, args.precision, args.max_unanswerable, say)

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import asdict
+from dataclasses import asdict, astuple
 from pathlib import Path
 
 from raqa.cli.options import app_config
 from raqa.cli.output import error, progress_line, say, write_json
+from raqa.config import RunForm
+from raqa.evaluation.records import command_line
 
 # KILT's 5.9 M pages hold about 2.1 G words (DPR cut the same Wikipedia into 21 M passages of 100 words),
 # so about 360 words or, at 1.3 WordPiece tokens a word, 470 tokens a page: an assumption, not a measurement.
@@ -44,7 +46,7 @@ def cmd_load_test(args: argparse.Namespace) -> int:
 
     loaded = Service.load(app_config(args), progress=say)
     questions = sample_questions(args.sessions, args.seed)
-    form = ("iterative", "forward", args.window, args.k, False, False, None)
+    form = RunForm(window=args.window, k=args.k)
     phases, ok = {}, True
     for name, speed in (("off", SpeedOptions.off()), ("on_fp32_weights", SpeedOptions.exact()), ("on", SpeedOptions())):
         service = loaded.with_speed(speed)
@@ -60,11 +62,14 @@ def cmd_load_test(args: argparse.Namespace) -> int:
     ratio = phases["on"]["p95_s"] / phases["off"]["p95_s"]
     packed_ratio = phases["on"]["p95_s"] / phases["on_fp32_weights"]["p95_s"]
     print(f"p95 on / off: {ratio:.2f}x (target <= 0.5x); packed / fp32 weights: {packed_ratio:.2f}x")
-    command = (
-        f"python -m raqa load-test --sessions {args.sessions} --window {args.window} --k {args.k} "
-        f"--seed {args.seed} --out {args.out}"
-    )
-    results = {**phases, "p95_ratio_on_off": ratio, "p95_ratio_packed_fp32_weights": packed_ratio, "form": list(form)}
+    command = command_line("load-test", sessions=args.sessions, window=args.window, k=args.k, seed=args.seed,
+                           out=args.out)  # fmt: skip
+    results = {
+        **phases,
+        "p95_ratio_on_off": ratio,
+        "p95_ratio_packed_fp32_weights": packed_ratio,
+        "form": list(astuple(form)),
+    }
     write_json(args.out, reliability.record("load_test", command, loaded, results))
     return 0 if ok else 1
 
@@ -76,17 +81,15 @@ def cmd_soak(args: argparse.Namespace) -> int:
 
     service = Service.load(app_config(args), progress=say)
     questions = sample_questions(args.questions, args.seed)
-    form = ("iterative", "forward", args.window, args.k, False, False, None)
+    form = RunForm(window=args.window, k=args.k)
     result = reliability.soak(service, questions, args.runs, form, progress=progress_line("runs"))
-    result |= {"form": list(form), "distinct_questions": len(questions)}
+    result |= {"form": list(astuple(form)), "distinct_questions": len(questions)}
     print(
         f"{args.runs} runs: RSS {result['rss_after_warmup_mib']:.0f} MiB after {result['warmup_runs']} runs, "
         f"{result['rss_last_mib']:.0f} MiB at the end ({result['growth_after_warmup_mib']:+.1f} MiB)"
     )
-    command = (
-        f"python -m raqa soak --runs {args.runs} --questions {args.questions} --window {args.window} --k {args.k} "
-        f"--seed {args.seed} --out {args.out}"
-    )
+    command = command_line("soak", runs=args.runs, questions=args.questions, window=args.window, k=args.k,
+                           seed=args.seed, out=args.out)  # fmt: skip
     write_json(args.out, reliability.record("soak", command, service, result))
     return 0
 
@@ -107,7 +110,7 @@ def cmd_scale_bench(args: argparse.Namespace) -> int:
         f"index {result['index_mib']:.0f} MiB; query p50 {q['p50']:.1f} ms, p95 {q['p95']:.1f} ms"
     )
     if args.out:
-        command = f"python -m raqa scale-bench --pages {args.pages} --queries {args.queries} --out {args.out}"
+        command = command_line("scale-bench", pages=args.pages, queries=args.queries, out=args.out)
         write_json(args.out, scale.record(command, result))
     return 0
 

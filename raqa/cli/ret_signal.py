@@ -16,6 +16,7 @@ from pathlib import Path
 
 from raqa.cli.output import counter_bar, error, say
 from raqa.evaluation import records
+from raqa.evaluation.records import command_line
 from raqa.models.base import ModelError
 
 BASELINE_NAME = "baseline"
@@ -98,8 +99,8 @@ def cmd_compare_ret(args: argparse.Namespace) -> int:
                                 for k, need, a, b in zip(g["keys"], g["needs"], g["baseline"], g["candidate"],
                                                          strict=True)]
                             for n, g in groups.items()}  # fmt: skip
-    command = (f"python -m raqa compare-ret --candidate {args.candidate} --baseline {args.baseline} "
-               f"--record {args.record} --training {args.training}")  # fmt: skip
+    command = command_line("compare-ret", candidate=args.candidate, baseline=args.baseline, record=args.record,
+                           training=args.training)  # fmt: skip
     about = {
         "command": command,
         "sample": {"record": args.record, "record_command": record.get("command"), "training": args.training},
@@ -130,9 +131,9 @@ def _card_command(folder: str) -> str | None:
 
 def _update_record(args, record: dict, model, p_ret: dict, command: str) -> None:
     """The pipeline record scored again with the candidate's P(<RET>) in every row, and its examples measured."""
+    from raqa.evaluation.ret_signal import rescored_rows
     from raqa.evaluation.when_to_retrieve import example_decisions
     from raqa.evaluation.when_to_retrieve_scores import summarise
-    from raqa.evaluation.ret_signal import rescored_rows
 
     rows = record["results"]["rows"]
     results = summarise(rescored_rows(rows["dev"], p_ret), rescored_rows(rows["test"], p_ret))

@@ -11,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from raqa.cli.output import error, say
+from raqa.evaluation.records import command_line
 
 
 def _cache(args: argparse.Namespace) -> Path:
@@ -36,11 +37,10 @@ def cmd_train_reader(args: argparse.Namespace) -> int:
         page_tokens=args.page_tokens,
         seed=args.seed,
     )
-    command = (
-        f"python -m raqa train-reader --limit {args.limit} --epochs {args.epochs} --lr {args.lr} --rank {args.rank} "
-        f"--alpha {args.alpha} --accumulation {args.accumulation} --verdict-weight {args.verdict_weight} "
-        f"--page-tokens {args.page_tokens} --calibration {args.calibration} --seed {args.seed} --out {args.out}"
-    )
+    command = command_line("train-reader", limit=args.limit, epochs=args.epochs, lr=args.lr, rank=args.rank,
+                           alpha=args.alpha, accumulation=args.accumulation, verdict_weight=args.verdict_weight,
+                           page_tokens=args.page_tokens, calibration=args.calibration, seed=args.seed,
+                           out=args.out)  # fmt: skip
     card = train_reader(Path(args.out), args.limit, settings, _cache(args), command, args.calibration, say=say)
     print(json.dumps({k: card[k] for k in ("answer_threshold", "calibration", "wall_seconds")}, indent=1))
     return 0
@@ -73,14 +73,10 @@ def cmd_train_adapt(args: argparse.Namespace) -> int:
         settings.check()
     except ValueError as e:
         return error(e)
-    extra = (" --balance" if args.balance else "") + (f" --labels {args.labels}" if args.labels else "")
-    if kinds != KINDS:
-        extra += f" --kinds {','.join(kinds)}"
-    command = (
-        f"python -m raqa train-adapt --limit {args.limit} --datasets {','.join(args.datasets)} "
-        f"--epochs {args.epochs} --lr {args.lr} --rank {args.rank} --alpha {args.alpha} --batch {args.batch} "
-        f"--micro-batch {args.micro_batch} --seed {args.seed} --out {args.out}{extra}"
-    )
+    command = command_line("train-adapt", limit=args.limit, datasets=args.datasets, epochs=args.epochs, lr=args.lr,
+                           rank=args.rank, alpha=args.alpha, batch=args.batch, micro_batch=args.micro_batch,
+                           seed=args.seed, out=args.out, balance=args.balance, labels=args.labels,
+                           kinds=kinds if kinds != KINDS else None)  # fmt: skip
     result = train_adapt(
         Path(args.out), args.limit, settings, _cache(args), command, datasets=tuple(args.datasets), kinds=kinds,
         say=say, balance=args.balance, labels=Path(args.labels) if args.labels else None,

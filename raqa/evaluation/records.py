@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import shlex
 import subprocess
 import time
 from datetime import UTC, datetime
@@ -36,6 +37,35 @@ def code_version() -> str:
     except (OSError, subprocess.CalledProcessError):
         commit = "unknown"
     return f"raqa {__version__} ({commit})"
+
+
+def command_line(program: str, *arguments: object, **options: object) -> str:
+    """The command that reruns a record's work, as the record states it: `python -m raqa PROGRAM` (or `python -m
+    PROGRAM` for a module, raqa.ops.*), its arguments, then `--option value` for each option in order. None and False
+    leave an option out, True is a bare flag, a list or tuple is joined with commas; every value is shell-quoted.
+
+    Example:
+        >>> command_line("eval-badges", datasets=["nq", "triviaqa"], limit=30, endpoint=None, grounded_only=True)
+        'python -m raqa eval-badges --datasets nq,triviaqa --limit 30 --grounded-only'
+        >>> command_line("ask", "Who wrote Emma?", json=True)
+        "python -m raqa ask 'Who wrote Emma?' --json"
+    """
+    parts = ["python -m", program if program.startswith("raqa.") else f"raqa {program}"]
+    return " ".join([*parts, *(shlex.quote(str(a)) for a in arguments)]) + options_line(**options)
+
+
+def options_line(**options: object) -> str:
+    """The options part of command_line, each after a space ("" for none): to extend a command already stated."""
+    words = []
+    for name, value in options.items():
+        if value is None or value is False:
+            continue
+        words.append(f" --{name.replace('_', '-')}")
+        if value is not True:
+            words.append(
+                " " + shlex.quote(",".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value))
+            )
+    return "".join(words)
 
 
 def provenance() -> dict:

@@ -13,7 +13,6 @@ and progress bars (cli/), and the scoring itself (experiments.py, when_to_retrie
 
 from __future__ import annotations
 
-import shlex
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -179,18 +178,16 @@ def question_pool(experiment: Experiment, dataset: str, limit: int, seed: int) -
     return load_questions(dataset, "test", limit * experiment.pool_factor, seed)
 
 
-def command_line(experiment: Experiment, dataset: str, limit: int, options: Options) -> str:
+def command_line(experiment: Experiment, dataset: str, limit: int, options: Options, weights: str) -> str:
     """The command that reruns the experiment, as its record states it."""
-    line = f"python -m raqa experiment {experiment.name} --dataset {dataset} --limit {limit} --seed {options.seed}"
     named = list(experiment.options)
     named += [n for n in ("window", "page_order") if n not in named and getattr(options, n) != getattr(RunSettings, n)]
     if options.endpoint is not None:
         named += ["endpoint", "concurrency"]
-    return line + "".join(f" --{name.replace('_', '-')} {_quoted(getattr(options, name))}" for name in named)
-
-
-def _quoted(value: object) -> str:
-    return shlex.quote(str(value))
+    chosen = {name: str(getattr(options, name)) for name in named}  # str: an option's 0 or False is stated too
+    default = weights == SpeedOptions.weights  # the --weights a rerun needs: none for the default
+    return records.command_line("experiment", experiment.name, dataset=dataset, limit=limit, seed=options.seed,
+                                **chosen, weights=None if default else weights)  # fmt: skip
 
 
 def on_server(experiment: Experiment, service, endpoint: str | None):
@@ -210,8 +207,8 @@ def served_by(service, endpoint: str):
     adapters stay local. ValueError naming the servers when there is none by that name."""
     servers = {
         name.removeprefix(READER_PREFIX): backend
-        for name, backend in service.loaded.items()
-        if name.startswith(READER_PREFIX)
+        for name, lazy in service.backends.items()
+        if name.startswith(READER_PREFIX) and (backend := lazy.loaded) is not None
     }
     if endpoint not in servers:
         raise ValueError(
@@ -228,7 +225,7 @@ def journal_key(service, experiment: Experiment) -> str:
     served = hasattr(backend, "provenance")  # a server: its name in RAQA_ENDPOINTS and the model it is asked for
     model = f"server {backend.name} ({backend.config.model})" if served else getattr(backend, "name", None)
     weights = None if served else service.config.speed.weights
-    judge = service.judge_loader is not None or service.judge is not None
+    judge = service.judge.available
     return f"{experiment.name} | {records.code_version()} | {model} | weights {weights} | {service.corpus_label} " \
            f"({len(service.pages)} pages) | judge {judge}"  # fmt: skip
 
@@ -238,11 +235,6 @@ def server_about(backend, endpoint: str, concurrency: int, reads: str | None = N
     asked for and reported, fingerprint, sampling), the concurrency, and what it read when not everything."""
     served = getattr(backend, "provenance", lambda: {"endpoint": endpoint})
     return {**served(), "concurrency": concurrency, **({"reads": reads} if reads else {})}
-
-
-def weights_option(weights: str) -> str:
-    """The --weights option a record's command needs to be rerun: none for the default."""
-    return "" if weights == SpeedOptions.weights else f" --weights {weights}"
 
 
 def run(
@@ -271,7 +263,7 @@ def run(
     local = experiment.needs_model and options.endpoint is None  # read by the local model, in these weights
     weights = service.config.speed.weights if local else None
     about = {
-        "command": command_line(experiment, dataset, limit, options) + weights_option(weights or SpeedOptions.weights),
+        "command": command_line(experiment, dataset, limit, options, weights or SpeedOptions.weights),
         "sample": {"split": "test", "limit": limit, "seed": options.seed, "pool": len(pool)},
         "model": service.backend.name if experiment.needs_model else None,
         "weights": weights,

@@ -29,7 +29,7 @@ from typing import NamedTuple
 
 from raqa.config import AppConfig
 from raqa.evaluation.questions import QuestionsError, load_questions
-from raqa.evaluation.records import provenance, write_json
+from raqa.evaluation.records import command_line, provenance, write_json
 from raqa.models.base import ModelError
 from raqa.models.local import TransformersBackend
 from raqa.ops.bench_measure import (
@@ -194,15 +194,11 @@ def machine(about: dict) -> dict:
 
 
 def command(args: argparse.Namespace) -> str:
-    parts = ["python -m raqa bench", f"--queries {args.queries}", f"--token-questions {args.token_questions}"]
-    if getattr(args, "speed_questions", SPEED_QUESTIONS) != SPEED_QUESTIONS:
-        parts.append(f"--speed-questions {args.speed_questions}")
-    if getattr(args, "no_llama_cpp", False):
-        parts.append("--no-llama-cpp")
-    for name in ("corpus", "model", "adapter", "out"):
-        if getattr(args, name, None):
-            parts.append(f"--{name} {getattr(args, name)}")
-    return " ".join(parts)
+    speed_questions = getattr(args, "speed_questions", SPEED_QUESTIONS)
+    named = {name: getattr(args, name, None) for name in ("no_llama_cpp", "corpus", "model", "adapter", "out")}
+    return command_line("bench", queries=args.queries, token_questions=args.token_questions,
+                        speed_questions=speed_questions if speed_questions != SPEED_QUESTIONS else None,
+                        **named)  # fmt: skip
 
 
 def to_json(args: argparse.Namespace, r: BenchResults, corpus: str, model: str, about: dict | None = None) -> dict:
@@ -232,7 +228,7 @@ def to_json(args: argparse.Namespace, r: BenchResults, corpus: str, model: str, 
             decode_gflops=t.implied_gflops(t.decode_tok_s),
         ),
         "start": record(r.start),
-        "ask_start": record(r.ask_start, command=f'python -m raqa ask "{r.ask_start.question}" --json'),
+        "ask_start": record(r.ask_start, command=command_line("ask", r.ask_start.question, json=True)),
         "first_verdict": record(r.verdicts, p50=r.verdicts.p50, max=r.verdicts.max, settings=asdict(VERDICT_SETTINGS)),
         "tokens": record(r.tokens, ratio=r.tokens.ratio, settings=asdict(TOKEN_SETTINGS)) if r.tokens else None,
         "speed": speed_record(r.speed),

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from raqa.config import AppConfig
 from raqa.evaluation import records
+from raqa.evaluation.records import command_line
 from raqa.evaluation.registry import EXPERIMENTS, Options, Run, on_server, question_pool, run
 from raqa.loading import Lazy
 from raqa.models.endpoint import EndpointBackend, EndpointConfig
@@ -140,8 +141,8 @@ def main(argv: Iterable[str] | None = None) -> int:
             options = Options(seed=args.seed, endpoint=SERVER_NAME, concurrency=n)
             runs[f"server_c{n}"] = run(experiment, served, args.dataset, pool, args.limit, options,
                                        _bar(f"{args.experiment} server, {n} at once"))  # fmt: skip
-    command = " ".join(["python -m raqa.ops.server_experiment", *map(shlex.quote, sys.argv[1:] if argv is None
-                                                                      else argv)])  # fmt: skip
+    command = " ".join([command_line("raqa.ops.server_experiment"), *map(shlex.quote, sys.argv[1:] if argv is None
+                                                                          else argv)])  # fmt: skip
     for label, made in runs.items():
         made.about["made_by"] = command
         records.write(args.experiment, f"{args.dataset}-{label}", made.results, made.about, out)
