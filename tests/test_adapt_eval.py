@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 from adapt_fakes import FakeAdaptModel, knows_paris
 
@@ -116,9 +119,6 @@ def test_figures_show_each_policy_ret_rate_and_table_3(tiny_index):
 
 
 def test_the_committed_evaluation_draws_without_errors():
-    import json
-    from pathlib import Path
-
     from raqa.web.figures_when_to_retrieve import ADAPT_FIGURES as FIGURES
 
     paths = sorted((Path(__file__).parent.parent / "assets" / "results").glob("when_to_retrieve-*.json"))
@@ -128,3 +128,17 @@ def test_the_committed_evaluation_draws_without_errors():
         for make in FIGURES.values():
             figure = make(record)
             assert figure.data and "could not be drawn" not in json.dumps(figure.layout.to_plotly_json())
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted((Path(__file__).parent.parent / "assets" / "results").glob("when_to_retrieve-*.json")),
+    ids=lambda p: p.stem,
+)
+def test_the_committed_record_is_what_its_rows_give(path):
+    """eval-adapt's record is reproducible: every summary is recomputed from the record's own rows."""
+    record = json.loads(path.read_text(encoding="utf-8"))
+    assert record["command"].startswith("python -m raqa eval-adapt") and record["code_version"]
+    for dataset, rows in record["results"]["rows"].items():
+        summary = {k: v for k, v in record["results"]["datasets"][dataset].items() if k not in ("threshold", "dev_n")}
+        assert json.dumps(summarise(rows), sort_keys=True) == json.dumps(summary, sort_keys=True), dataset
