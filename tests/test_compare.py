@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from raqa.config import AppConfig
+from raqa.config import AppConfig, RunForm
 from raqa.models.scripted import ScriptedBackend
 from raqa.retrieval.corpus import Page
 from raqa.retrieval.index import BM25Index
 from raqa.service import Service
 from raqa.web.ask_tab import ask
-from raqa.web.compare import Choice, chosen, variant
+from raqa.web.compare import chosen, variant
+
+A = RunForm("iterative", "forward", 1, 6)
 
 
 @pytest.fixture
@@ -25,8 +27,7 @@ def service(tmp_path):
 
 
 def test_forward_against_backward_streams_both_and_calls_out_the_differences(service) -> None:
-    outputs = list(ask(service, "apple", "Iterative", "forward", 1, 6, False, False, None, None,
-                       "the other window order"))  # fmt: skip
+    outputs = list(ask(service, "apple", A, compare="the other window order"))
     answers, windows = outputs[-1][0], outputs[-1][1]
     assert 'class="raqa-columns"' in windows and "A: forward" in windows and "B: backward" in windows
     assert windows.count('data-window="') == 1 + 6  # A answers in its first window, B in its last
@@ -37,27 +38,27 @@ def test_forward_against_backward_streams_both_and_calls_out_the_differences(ser
 
 
 def test_a_comparison_the_page_cannot_make_is_one_message(service) -> None:
-    outputs = list(ask(service, "apple", "Both side by side", "forward", 1, 6, False, False, None, None,
-                       "another window size"))  # fmt: skip
+    outputs = list(ask(service, "apple", A.replace(strategy="both"), compare="another window size"))
     assert len(outputs) == 1 and "one strategy at a time" in outputs[0][0]
-    outputs = list(ask(service, "apple", "Iterative", "forward", 1, 6, False, False, None, None, "another reader"))
+    outputs = list(ask(service, "apple", A, compare="another reader"))
     assert len(outputs) == 1 and "one reader only" in outputs[0][0]
-    outputs = list(ask(service, "apple", "Iterative", "forward", 1, 6, False, False, None, None, "magic"))
+    outputs = list(ask(service, "apple", A, compare="magic"))
     assert len(outputs) == 1 and "Invalid comparison" in outputs[0][0]
     assert service.backend.requests == []
 
 
 def test_variants_change_one_setting() -> None:
     readers = ["base+judge", "base", "abstain"]
-    assert variant("another window size", "backward", 3, "base", readers)[:3] == ("backward", 1, "base")
-    assert variant("another reader", "forward", 1, None, readers)[2] == "base"
-    assert variant("another reader", "forward", 1, "base", readers)[2] == "base+judge"
-    assert variant("nothing", "forward", 1, None, readers) is None
+    a = RunForm(order="backward", window=3, reader="base")
+    assert variant("another window size", a, readers).form == a.replace(window=1)
+    assert variant("another reader", a.replace(reader=None), readers).form.reader == "base"
+    assert variant("another reader", a, readers).form == a.replace(reader="base+judge")
+    assert variant("nothing", a, readers) is None
 
 
 def test_settings_of_my_choice_run_b_with_its_own_order_and_window(service) -> None:
-    outputs = list(ask(service, "apple", "Iterative", "forward", 1, 6, False, False, None, None,
-                       "settings of my choice", ("backward", 3, False, None)))  # fmt: skip
+    b = A.replace(order="backward", window=3)
+    outputs = list(ask(service, "apple", A, compare="settings of my choice", run_b=b))
     answers, windows = outputs[-1][0], outputs[-1][1]
     assert "A: forward, w=1" in windows and "B: backward, w=3" in windows
     assert windows.count('data-window="') == 1 + 2  # B reads pages 1-3 (worst), then 4-6 holding note 6
@@ -67,23 +68,23 @@ def test_settings_of_my_choice_run_b_with_its_own_order_and_window(service) -> N
 @pytest.mark.parametrize(
     ("run_b", "message"),
     [
-        (("forward", 1, False, None), "same settings as A"),
-        (("sideways", 1, False, None), "order"),
-        (("backward", 99, False, None), "window"),
+        (A, "same settings as A"),
+        (A.replace(order="sideways"), "order"),
+        (A.replace(order="backward", window=99), "window"),
         (None, "Run B&#x27;s order"),
-        (("backward", 1, False, "nobody"), "reader"),
+        (A.replace(order="backward", reader="nobody"), "reader"),
     ],
 )
 def test_a_run_b_the_page_cannot_make_is_one_message_and_no_model_call(service, run_b, message) -> None:
-    outputs = list(ask(service, "apple", "Iterative", "forward", 1, 6, False, False, None, None,
-                       "settings of my choice", run_b))  # fmt: skip
+    outputs = list(ask(service, "apple", A, compare="settings of my choice", run_b=run_b))
     assert len(outputs) == 1 and message in outputs[0][0] and "raqa-failed" in outputs[0][0]
     assert service.backend.requests == []
 
 
 def test_chosen_labels_name_only_what_b_changes() -> None:
-    a = Choice("forward", 1, False, "base")
-    assert chosen(a, Choice("forward", 1, True, "base"))[3:] == ("A: grounded only: no", "B: grounded only: yes", True)
-    assert chosen(a, Choice("forward", 1, False, "base+judge"))[3:5] == ("A: base", "B: base+judge")
+    a = RunForm(order="forward", window=1, grounded_only=False, reader="base")
+    b = RunForm(order="forward", window=1, grounded_only=True, reader="base", k=30)  # B's K is not B's to choose
+    assert chosen(a, b) == (a.replace(grounded_only=True), "A: grounded only: no", "B: grounded only: yes")
+    assert chosen(a, a.replace(reader="base+judge"))[1:] == ("A: base", "B: base+judge")
     with pytest.raises(ValueError, match="same settings"):
         chosen(a, a)

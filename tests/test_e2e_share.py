@@ -74,12 +74,12 @@ def recorded_server(tmp_path_factory, backend):  # noqa: F811
     """The test corpus page with one recording of its own: a scripted run of the zebra question."""
     from test_e2e import _fruit_pages
 
-    from raqa.config import AppConfig
+    from raqa.config import AppConfig, RunForm
     from raqa.retrieval.corpus import Page
     from raqa.retrieval.index import BM25Index
     from raqa.service import Service
     from raqa.web.app import build_demo
-    from raqa.web.recordings import Form, record_run, write_recording
+    from raqa.web.recordings import record_run, write_recording
 
     # a page of common question words: every benchmark question retrieves it, so each takes a scripted reply (0.8 s)
     common = "what who when where which how is was the of in a to did does first name called"
@@ -88,7 +88,7 @@ def recorded_server(tmp_path_factory, backend):  # noqa: F811
     config = AppConfig(cache_dir=tmp_path_factory.mktemp("cache"), flags_file=str(flags))
     service = Service(config, pages, BM25Index.build(pages), backend, "test corpus", {})
     folder = tmp_path_factory.mktemp("recordings")
-    write_recording(record_run(service, "Where do zebras live?", Form(), "python -m raqa record (test)"), folder)
+    write_recording(record_run(service, "Where do zebras live?", RunForm(), "python -m raqa record (test)"), folder)
     demo = build_demo(service, recordings_dir=folder)
     _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True)
     yield url.rstrip("/")

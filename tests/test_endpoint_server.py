@@ -11,7 +11,7 @@ import importlib.util
 
 import pytest
 
-from raqa.config import AppConfig, RunSettings
+from raqa.config import AppConfig, RunForm, RunSettings
 from raqa.loading import Lazy
 from raqa.models.endpoint import EndpointBackend, EndpointConfig
 from raqa.models.local import embedded_model_path
@@ -59,7 +59,7 @@ def test_the_page_streams_a_run_from_the_server(backend, tiny_pages, tiny_index,
     service = Service(AppConfig(cache_dir=tmp_path), tiny_pages, tiny_index, None, "tiny", {})
     service.readers = {reader.name: reader}
     service.backends[reader.name] = Lazy(value=backend)
-    outputs = list(ask(service, "Where does the Danube end?", "Iterative", "forward", 2, 8, False, False, reader.name))
+    outputs = list(ask(service, "Where does the Danube end?", RunForm(window=2, k=8, reader=reader.name)))
     answers, windows = outputs[-1][0], outputs[-1][1]
     assert "raqa-failed" not in answers and "raqa-window" in windows
     assert len(outputs) > 3  # it streamed

@@ -24,6 +24,7 @@ from raqa.reading.events import to_json
 from raqa.reading.readers import BASE_READER, Reader
 from raqa.service import RunPlan, Service
 from raqa.web.ask_tab import ask as page_ask
+from raqa.web.ask_tab import page_form
 
 # question -> (the page that holds the answer, the answer); any other window is declined
 ANSWERS = {
@@ -99,7 +100,8 @@ def through_the_page(service, question, strategy, order, size, k, reader) -> tup
 
     service.events = capture
     try:
-        outputs = list(page_ask(service, question, PAGE_STRATEGY[strategy], order, size, k, False, False, reader))
+        form = page_form(PAGE_STRATEGY[strategy], order, size, k, False, False, reader)  # as the page's form sends it
+        outputs = list(page_ask(service, question, form))
     finally:
         service.events = original
     assert outputs, "the page yielded nothing"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from raqa.config import RunSettings
+from raqa.config import RunForm, RunSettings
 from raqa.web.links import form_from_link
 
 READERS = ["base+judge", "base", "judge"]
@@ -13,15 +13,13 @@ READERS = ["base+judge", "base", "judge"]
 def test_a_full_link_sets_every_value() -> None:
     params = {"q": "Who painted it?", "strategy": "both", "order": "backward", "w": "4", "k": "20", "grounded": "1",
               "rationale": "true", "reader": "judge"}  # fmt: skip
-    form = form_from_link(params, READERS)
-    assert form[:-1] == ("Who painted it?", "Both side by side", "backward", 4, 20, True, True, "judge")
-    assert form.problems == ()
+    linked = form_from_link(params, READERS)
+    assert linked == ("Who painted it?", RunForm("both", "backward", 4, 20, True, True, "judge"), ())
 
 
 def test_an_empty_link_is_the_page_defaults() -> None:
-    form = form_from_link({}, READERS)
     defaults = RunSettings()
-    assert form[:-1] == ("", "Iterative", defaults.order, defaults.window, defaults.k, False, False, None)
+    assert form_from_link({}, READERS) == ("", RunForm("iterative", defaults.order, defaults.window, defaults.k), ())
 
 
 @pytest.mark.parametrize(
@@ -38,7 +36,6 @@ def test_an_empty_link_is_the_page_defaults() -> None:
     ],
 )
 def test_each_unusable_parameter_keeps_its_default_and_is_named(params: dict, named: str) -> None:
-    form = form_from_link(params, READERS)
-    assert len(form.problems) == 1 and named in form.problems[0]
-    defaults = form_from_link({}, READERS)
-    assert form[:-1] == defaults[:-1]
+    linked = form_from_link(params, READERS)
+    assert len(linked.problems) == 1 and named in linked.problems[0]
+    assert linked[:-1] == form_from_link({}, READERS)[:-1]

@@ -47,15 +47,15 @@ def test_bad_choices_are_refused_with_the_allowed_ones(dataset, n, message) -> N
 
 
 def test_the_tab_refuses_bad_settings_before_asking_the_model(service) -> None:
-    outputs = list(benchmark(service, "NQ-open", 3, "Iterative", "sideways", 1, 15, False, False))
+    outputs = list(benchmark(service, "NQ-open", 3, FORM.replace(order="sideways")))
     assert len(outputs) == 1 and "Invalid order" in outputs[0][0]
-    outputs = list(benchmark(service, "NQ-open", 3, "Both side by side", "forward", 1, 15, False, False))
+    outputs = list(benchmark(service, "NQ-open", 3, FORM.replace(strategy="both")))
     assert len(outputs) == 1 and "one strategy" in outputs[0][0]
     assert service.backend.requests == []
 
 
 def test_the_tab_streams_progress_rows_and_a_csv(service) -> None:
-    outputs = list(benchmark(service, "NQ-open", 3, "Iterative", "forward", 1, 5, False, False))
+    outputs = list(benchmark(service, "NQ-open", 3, FORM))
     assert 'data-done="0" data-total="3"' in outputs[0][0]
     assert 'data-done="3" data-total="3"' in outputs[-2][0] and len(outputs[-2][1]) == 3
     download = outputs[-1][3]

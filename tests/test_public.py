@@ -217,7 +217,7 @@ def test_a_public_page_caps_the_benchmark_size(tiny_pages, tiny_index, tmp_path)
     service = Service(AppConfig(cache_dir=tmp_path, public=PublicLimits(max_benchmark=4)), tiny_pages, tiny_index,
                       ScriptedBackend([]), "tiny", {})  # fmt: skip
     assert benchmark_size(service) == 4
-    outputs = list(benchmark(service, "NQ-open", 5, "Iterative", "forward", 1, 5, False, False))
+    outputs = list(benchmark(service, "NQ-open", 5, RunForm(k=5)))
     assert len(outputs) == 1 and "at most 4 questions" in outputs[0][0]
 
 

@@ -8,13 +8,13 @@ import json
 import pytest
 
 from raqa import __version__
-from raqa.config import AppConfig
+from raqa.config import AppConfig, RunForm
 from raqa.models.scripted import ScriptedBackend
 from raqa.reading.events import from_json, to_json
 from raqa.retrieval.index import BM25Index
 from raqa.service import Service
 from raqa.web.ask_tab import ask, replay
-from raqa.web.recordings import Form, find, load_recordings, read_recording, record_run, stale, write_recording
+from raqa.web.recordings import find, load_recordings, read_recording, record_run, stale, write_recording
 
 
 def _reply(messages) -> str:
@@ -32,7 +32,7 @@ def service(tmp_path, tiny_pages):
 
 
 def test_a_recording_is_the_runs_events_and_reads_back_exactly(service, tmp_path) -> None:
-    recording = record_run(service, "Who painted the Mona Lisa?", Form(window=2, k=5), "python -m raqa record ...")
+    recording = record_run(service, "Who painted the Mona Lisa?", RunForm(window=2, k=5), "python -m raqa record ...")
     types = [event["type"] for _, event in recording.timed_events]
     assert types[0] == "run_started" and types[-1] == "final"
     times = [t for t, _ in recording.timed_events]
@@ -55,16 +55,16 @@ def test_a_recording_is_the_runs_events_and_reads_back_exactly(service, tmp_path
 
 
 def test_recordings_are_found_by_question_and_form(service) -> None:
-    recording = record_run(service, "Who painted the Mona Lisa?", Form(), "cmd")
-    assert find([recording], "  who painted the MONA lisa? ", Form()) is recording
-    assert find([recording], "Who painted the Mona Lisa?", Form(reader="base")) is recording
-    assert find([recording], "Who painted the Mona Lisa?", Form(window=3)) is None
-    assert find([recording], "Who painted the Mona Lisa?", Form(reader="judge")) is None
-    assert find([recording], "Who painted it?", Form()) is None
+    recording = record_run(service, "Who painted the Mona Lisa?", RunForm(), "cmd")
+    assert find([recording], "  who painted the MONA lisa? ", RunForm()) is recording
+    assert find([recording], "Who painted the Mona Lisa?", RunForm(reader="base")) is recording
+    assert find([recording], "Who painted the Mona Lisa?", RunForm(window=3)) is None
+    assert find([recording], "Who painted the Mona Lisa?", RunForm(reader="judge")) is None
+    assert find([recording], "Who painted it?", RunForm()) is None
 
 
 def test_a_recording_from_another_model_or_version_says_so(service) -> None:
-    recording = record_run(service, "Who painted the Mona Lisa?", Form(), "cmd")
+    recording = record_run(service, "Who painted the Mona Lisa?", RunForm(), "cmd")
     assert stale(recording, "scripted") == []
     older = type(recording)(recording.header | {"raqa_version": "0.0.1", "model": "Old model"}, recording.timed_events)
     notes = stale(older, "scripted")
@@ -73,7 +73,7 @@ def test_a_recording_from_another_model_or_version_says_so(service) -> None:
 
 def test_a_file_that_is_no_recording_is_named_and_skipped(service, tmp_path) -> None:
     folder = tmp_path / "rec"
-    write_recording(record_run(service, "Who painted the Mona Lisa?", Form(), "cmd"), folder)
+    write_recording(record_run(service, "Who painted the Mona Lisa?", RunForm(), "cmd"), folder)
     (folder / "broken.jsonl").write_text('{"recording": 1, "question": "q"}\n{"t": "soon"}\n')
     (folder / "other.jsonl").write_text(json.dumps({"hello": "world"}) + "\n")
     recordings, problems = load_recordings(folder)
@@ -84,12 +84,12 @@ def test_a_file_that_is_no_recording_is_named_and_skipped(service, tmp_path) -> 
 
 
 def test_a_replay_renders_like_the_live_run_and_is_marked_recorded(service) -> None:
-    question, form = "Who painted the Mona Lisa?", ("Iterative", "forward", 1, 15, False, False, "base")
-    recording = record_run(service, question, Form(), "cmd")
+    question, form = "Who painted the Mona Lisa?", RunForm(reader="base")
+    recording = record_run(service, question, RunForm(), "cmd")
     pages = {p.id: p for p in service.pages}
     pauses: list[float] = []
-    replayed = list(replay(service, [recording], pages.get, question, *form, pause=pauses.append))
-    live = list(ask(service, question, *form))
+    replayed = list(replay(service, [recording], pages.get, question, form, pause=pauses.append))
+    live = list(ask(service, question, form))
     assert 'data-recorded="true"' in replayed[-1][0] and "Recorded run" in replayed[-1][0]
     assert replayed[-1][0].split("</div>", 1)[1].count("Leonardo da Vinci") == live[-1][0].count("Leonardo da Vinci")
     assert replayed[-1][1].count("raqa-window") == live[-1][1].count("raqa-window")  # the same windows
@@ -97,10 +97,10 @@ def test_a_replay_renders_like_the_live_run_and_is_marked_recorded(service) -> N
 
 
 def test_no_recording_for_the_form_gives_one_message_and_changes_nothing(service) -> None:
-    recording = record_run(service, "Who painted the Mona Lisa?", Form(), "cmd")
+    recording = record_run(service, "Who painted the Mona Lisa?", RunForm(), "cmd")
     asked = len(service.backend.requests)
-    out = list(replay(service, [recording], dict().get, "Who painted the Mona Lisa?", "Iterative", "backward", 1, 15,
-                      False, False, None, pause=lambda s: None))  # fmt: skip
+    question, backward = "Who painted the Mona Lisa?", RunForm(order="backward")
+    out = list(replay(service, [recording], dict().get, question, backward, pause=lambda s: None))
     assert len(out) == 1 and "No recorded run" in out[0][0] and "Run" in out[0][0]
     assert len(service.backend.requests) == asked  # a replay never asks the model
 

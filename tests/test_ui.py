@@ -2,7 +2,7 @@
 
 import pytest
 
-from raqa.config import AppConfig
+from raqa.config import AppConfig, RunForm
 from raqa.loading import Lazy
 from raqa.models.scripted import ScriptedBackend
 from raqa.retrieval.corpus import Page
@@ -22,25 +22,26 @@ def service(tmp_path):
 @pytest.mark.parametrize(
     ("question", "strategy", "order", "window", "k", "message"),
     [
-        ("", "Iterative", "forward", 3, 10, "empty"),
-        ("x" * 100_000, "Iterative", "forward", 3, 10, "100,000 characters"),
+        ("", "iterative", "forward", 3, 10, "empty"),
+        ("x" * 100_000, "iterative", "forward", 3, 10, "100,000 characters"),
         ("apple", "Sideways", "forward", 3, 10, "Invalid strategy"),
-        ("apple", "Iterative", "upward", 3, 10, "Invalid order"),
-        ("apple", "Iterative", "forward", 0, 10, "window size must be a whole number from 1 to 20"),
-        ("apple", "Iterative", "forward", 3, 1000, "K must be a whole number from 5 to 100"),
-        ("apple", "Iterative", "forward", "three", 10, "window size"),
-        (None, "Iterative", "forward", 3, 10, "must be text"),
+        ("apple", ["iterative"], "forward", 3, 10, "Invalid strategy"),
+        ("apple", "iterative", "upward", 3, 10, "Invalid order"),
+        ("apple", "iterative", "forward", 0, 10, "window size must be a whole number from 1 to 20"),
+        ("apple", "iterative", "forward", 3, 1000, "K must be a whole number from 5 to 100"),
+        ("apple", "iterative", "forward", "three", 10, "window size"),
+        (None, "iterative", "forward", 3, 10, "must be text"),
     ],
 )
 def test_bad_input_yields_one_message_and_nothing_else(service, question, strategy, order, window, k, message):
-    outputs = list(ask(service, question, strategy, order, window, k, False, False))
+    outputs = list(ask(service, question, RunForm(strategy, order, window, k)))
     assert len(outputs) == 1
     assert message in outputs[0][0] and "raqa-failed" in outputs[0][0]
     assert service.backend.requests == []  # the model was never asked
 
 
 def test_both_strategies_render_side_by_side(service):
-    outputs = list(ask(service, "apple", "Both side by side", "backward", 2, 6, False, False))
+    outputs = list(ask(service, "apple", RunForm("both", "backward", 2, 6)))
     answers, windows, pages, scores, meter = outputs[-1]
     assert answers.count("Answer not found") == 2
     assert "<h3>Iterative</h3>" in windows and "<h3>Top-K</h3>" in windows
@@ -51,7 +52,7 @@ def test_both_strategies_render_side_by_side(service):
 
 def test_streamed_tokens_do_not_redraw_the_charts(service):
     service.backend = ScriptedBackend(lambda m: "ANSWER: Pie is here\nPAGE: 6\nSENTENCE: 2")
-    outputs = list(ask(service, "apple pie", "Iterative", "forward", 3, 6, False, False))
+    outputs = list(ask(service, "apple pie", RunForm("iterative", "forward", 3, 6)))
     skipped = [o for o in outputs if not hasattr(o[3], "to_dict")]
     drawn = [o for o in outputs if hasattr(o[3], "to_dict")]
     assert skipped and drawn
@@ -66,22 +67,22 @@ def test_the_chosen_reader_reads_and_is_named_in_the_answer(service, tmp_path):
     loads = []
     service.readers = {"base": BASE_READER, "tuned": tuned}
     service.backends["tuned"] = Lazy(lambda: loads.append("tuned") or tuned_backend)
-    outputs = list(ask(service, "apple", "Iterative", "forward", 3, 10, False, False, "tuned"))
+    outputs = list(ask(service, "apple", RunForm("iterative", "forward", 3, 10, reader="tuned")))
     answers = outputs[-1][0]
     assert "Iterative · Tuned reader" in answers and "Apple note 6" in answers
     assert len(tuned_backend.requests) == 1 and service.backend.requests == []
     assert loads == ["tuned"]  # the adapter was loaded when first chosen, not before
     # the reader's calibrated settings were used: no worked examples in the prompt
     assert [m["role"] for m in tuned_backend.requests[0]] == ["system", "user"]
-    base = list(ask(service, "apple", "Iterative", "forward", 3, 10, False, False, "base"))
+    base = list(ask(service, "apple", RunForm("iterative", "forward", 3, 10, reader="base")))
     assert "Iterative · Base model" in base[-1][0] and service.backend.requests
-    list(ask(service, "apple", "Iterative", "forward", 3, 10, False, False, "tuned"))
+    list(ask(service, "apple", RunForm("iterative", "forward", 3, 10, reader="tuned")))
     assert loads == ["tuned"]  # and only once
 
 
 @pytest.mark.parametrize("reader", ["nonexistent", 3, ["base"]])
 def test_an_unknown_reader_gets_a_message(service, reader):
-    outputs = list(ask(service, "apple", "Iterative", "forward", 3, 10, False, False, reader))
+    outputs = list(ask(service, "apple", RunForm("iterative", "forward", 3, 10, reader=reader)))
     assert len(outputs) == 1 and "reader" in outputs[0][0] and "raqa-failed" in outputs[0][0]
 
 
@@ -90,7 +91,7 @@ def test_an_unexpected_error_ends_the_run_with_a_message(service, monkeypatch):
         raise RuntimeError("a bug")
 
     monkeypatch.setattr(service.backend, "reply", broken)
-    outputs = list(ask(service, "apple", "Iterative", "forward", 3, 10, False, False))
+    outputs = list(ask(service, "apple", RunForm("iterative", "forward", 3, 10)))
     assert "internal error" in outputs[-1][0] and "a bug" not in outputs[-1][0]
 
 
@@ -111,8 +112,9 @@ def test_configured_endpoints_are_offered_as_readers(tmp_path, tiny_pages):
     reader, backend = service.reader("endpoint:Big model (vLLM)")
     assert reader.label == "Big model (vLLM)" and backend.name == "Big model (vLLM)"
     # nothing listening on port 9: the run ends in a clear failure, the page keeps working
-    outputs = list(ask(service, "Who painted the Mona Lisa?", "Iterative", "forward", 3, 5, False, False,
-                       "endpoint:Big model (vLLM)"))  # fmt: skip
+    outputs = list(
+        ask(service, "Who painted the Mona Lisa?", RunForm(window=3, k=5, reader="endpoint:Big model (vLLM)"))
+    )
     assert "raqa-failed" in outputs[-1][0] and "The model failed on window 1" in outputs[-1][0]
     endpoints.write_text("[{}]")
     with pytest.raises(ModelError, match="endpoints.json"):

@@ -10,16 +10,20 @@ loading), batch 1 when a question's work failed (rerun to retry it).
 from __future__ import annotations
 
 import argparse
+from dataclasses import fields
 from pathlib import Path
 
 from raqa.cli.options import app_config
 from raqa.cli.output import error, print_human, print_json, progress_line, say
-from raqa.config import SettingsError, clean_question, validate_settings
+from raqa.config import RunForm, SettingsError, clean_question, validate_settings
 from raqa.loading import Lazy
 from raqa.models.base import ModelError
 from raqa.models.endpoints_file import READER_PREFIX
 from raqa.reading.attribution import with_attributions
 from raqa.retrieval.corpus import CorpusError
+from raqa.web.examples import load_examples
+from raqa.web.lessons import load_lessons
+from raqa.web.recordings import record_run, write_recording
 from raqa.when_to_retrieve.planning import decide
 
 LOAD_ERRORS = (CorpusError, ModelError, ValueError)  # ValueError: SettingsError, a bad RAQA_POP_THRESHOLD
@@ -38,6 +42,13 @@ def check_endpoint(reader: str | None, config) -> None:
         raise ValueError(f"Invalid endpoint: {name!r}. Choose from: {listed}.")
 
 
+def run_form(args: argparse.Namespace, **changes: object) -> RunForm:
+    """The run's choices as the verb's options give them; a choice the verb has no option for keeps RunForm's default
+    (`record` reads iterative, `batch` asks for no rationale)."""
+    given = {f.name: getattr(args, f.name) for f in fields(RunForm) if hasattr(args, f.name)}
+    return RunForm(**given | changes)
+
+
 def load_service(config, reader: str | None):
     """The service for a run with this reader; a model server's reader leaves the local model unloaded."""
     from raqa.service import Service
@@ -49,23 +60,15 @@ def load_service(config, reader: str | None):
 def cmd_ask(args: argparse.Namespace) -> int:
     try:  # everything that can be checked without loading
         clean_question(args.question)
-        validate_settings(args.strategy, args.order, args.window, args.k, args.grounded_only, args.rationale)
+        form = run_form(args)
+        validate_settings(form)
         config = app_config(args)
         check_endpoint(args.reader, config)
     except ValueError as e:
         return error(e)
     try:
         service = load_service(config, args.reader)
-        plan = service.plan(
-            args.question,
-            args.strategy,
-            args.order,
-            args.window,
-            args.k,
-            args.grounded_only,
-            args.rationale,
-            args.reader,
-        )
+        plan = service.plan(args.question, form)
     except LOAD_ERRORS as e:
         return error(e)
     show = print_json if args.json else print_human
@@ -121,8 +124,9 @@ def cmd_batch(args: argparse.Namespace) -> int:
     if not 1 <= args.concurrency <= 256:
         return error("--concurrency must be from 1 to 256.")
     try:
-        validate_settings(args.strategy, args.order, args.window, args.k, args.grounded_only)
-        reader = batch_reader(args)
+        form = run_form(args, reader=batch_reader(args))
+        validate_settings(form)
+        reader = form.reader
         items = load_questions(args.dataset, args.split, args.limit, args.seed)
         config = app_config(args)
         check_endpoint(reader, config)
@@ -133,7 +137,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
 
     def plan(question: str):
         """Each question's run, decided as `ask` and the page decide it."""
-        return service.plan(question, args.strategy, args.order, args.window, args.k, args.grounded_only, False, reader)
+        return service.plan(question, form)
 
     concurrency = args.concurrency
     if isinstance(backend, TransformersBackend) and concurrency > 1:
@@ -160,15 +164,11 @@ def cmd_batch(args: argparse.Namespace) -> int:
 
 def cmd_record(args: argparse.Namespace) -> int:
     """Run each question with the page's form on the real model and write its events as a recording."""
-    from raqa.web.examples import load_examples
-    from raqa.web.lessons import load_lessons
-    from raqa.web.recordings import Form, record_run, write_recording
-
     try:
         service = load_service(app_config(args), args.reader)
     except (CorpusError, ModelError, SettingsError) as e:
         return error(str(e))
-    form = Form(order=args.order, window=args.window, k=args.k, grounded_only=args.grounded_only, reader=args.reader)
+    form = run_form(args)
     if args.lessons:
         runs = [(step.question, step.form, step.why or args.why) for step in load_lessons()]
     else:

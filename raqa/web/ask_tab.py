@@ -1,10 +1,11 @@
 """The Ask tab: a question and its settings in, the run's windows, answers and figures streaming out.
 
-One generator (`ask`) turns the form into runs with Service.plan (the same call the CLI and the batch
-runner use), runs the chosen strategy (or both, one after the other) and yields the page's outputs after
-each event. `run_events` is the same run as an API that streams the events themselves as JSON, for
-clients (the load test) that want the run rather than its HTML. Escaping happens in render.py; figures
-come from figures_run.py.
+One generator (`ask`) turns the question and a RunForm into runs with Service.plan (the same call the CLI and the
+batch runner use), runs the chosen strategy (or both, one after the other) and yields the page's outputs after
+each event; `replay` streams a recorded run through the same renderer. `run_events` is the same run as an API that
+streams the events themselves as JSON, for clients (the load test) that want the run rather than its HTML.
+`page_form` is where the form's values, as Gradio hands them over, become a RunForm. Escaping happens in render.py;
+figures come from figures_run.py; the tab's components and events are laid out in ask_layout.py.
 """
 
 from __future__ import annotations
@@ -15,18 +16,20 @@ from pathlib import Path
 
 import gradio as gr
 
-from raqa.config import RunSettings, SettingsError, validate_settings
+from raqa.config import RunForm, RunSettings, SettingsError, validate_settings
 from raqa.models.base import ModelError
 from raqa.reading.events import Final, ReplyDelta, RunFailed, WindowVerdict, from_json, to_json
 from raqa.retrieval import corpus
 from raqa.service import Service
-from raqa.web.compare import CHOOSE, NOTHING, Choice, differences_html, variant
+from raqa.web.compare import CHOOSE, NOTHING, differences_html, variant
 from raqa.web.figures_run import message_figure, safe, score_by_rank, token_meter
-from raqa.web.recordings import RECORDINGS_DIR, Form, Recording, find, load_recordings, read_recording, stale
+from raqa.web.recordings import RECORDINGS_DIR, Recording, find, load_recordings, read_recording, stale
 from raqa.web.render import RunView, esc
 
 LOG = logging.getLogger(__name__)
-STRATEGIES = {"Iterative": ("iterative",), "Top-K": ("topk",), "Both side by side": ("iterative", "topk")}
+# The Strategy radio's label for each strategy a RunForm (and a link) names; "both" is the page's own: the two, side
+# by side. A RunForm holds the name: page_form turns a label into it.
+STRATEGY_LABELS = {"iterative": "Iterative", "topk": "Top-K", "both": "Both side by side"}
 TITLES = {"iterative": "Iterative", "topk": "Top-K"}
 
 
@@ -43,31 +46,46 @@ def _figures(view: RunView, verdicts: list[WindowVerdict], k: int):
     return scores, meter
 
 
-def ask(service: Service, question, strategy, order, window, k, grounded_only, rationale, reader=None, record=None,
-        compare=None, run_b=None):  # fmt: skip
+def page_form(strategy, order, window, k, grounded_only, rationale, reader=None) -> RunForm:
+    """The form's values as Gradio hands them over (the Ask tab's components, or an API call's values in the same
+    order) as a RunForm: the Strategy radio's label becomes its name; anything else is kept for Service.plan to check.
+
+    Example:
+        >>> page_form("Both side by side", "forward", 1, 15, False, False).strategy
+        'both'
+    """
+    names = {label: name for name, label in STRATEGY_LABELS.items()}
+    name = names.get(strategy, strategy) if isinstance(strategy, str) else strategy
+    return RunForm(name, order, window, k, grounded_only, rationale, reader)
+
+
+def _strategies(form: RunForm) -> tuple[str, ...]:
+    """The strategies the form runs, one after the other; SettingsError for one the page does not offer."""
+    if not isinstance(form.strategy, str) or form.strategy not in STRATEGY_LABELS:
+        labels = ", ".join(STRATEGY_LABELS.values())
+        raise SettingsError(f"Invalid strategy: {form.strategy!r}. Choose from: {labels}.")
+    return ("iterative", "topk") if form.strategy == "both" else (form.strategy,)
+
+
+def ask(service: Service, question, form: RunForm, record=None, compare=None, run_b: RunForm | None = None):
     """Stream the page's outputs: answers, windows, pages, score chart, token meter. With a list as record, each
     event's JSON (to_json) is appended to it as the run goes (the page's downloads are made from it). With a
     comparison (compare.COMPARISONS), a second run with other settings follows, side by side, and the last
-    output calls out what differs; for compare.CHOOSE, run_b is B's (order, window, grounded_only, reader)."""
+    output calls out what differs; for compare.CHOOSE, run_b is B's form (its order, window, grounded-only and
+    reader are used)."""
     try:
-        strategies = STRATEGIES.get(strategy) if isinstance(strategy, str) else None
-        if strategies is None:
-            raise SettingsError(f"Invalid strategy: {strategy!r}. Choose from: {', '.join(STRATEGIES)}.")
-        plans = [service.plan(question, s, order, window, k, grounded_only, rationale, reader) for s in strategies]
+        plans = [service.plan(question, form.replace(strategy=s)) for s in _strategies(form)]
         labels = None
         if compare not in (None, NOTHING):
             if len(plans) != 1:
                 raise SettingsError("Compare one strategy at a time: choose Iterative or Top-K.")
-            a = validate_settings(strategies[0], order, window, k, grounded_only, rationale)  # as the form says
-            b = _chosen_b(service, question, strategies[0], k, rationale, run_b) if compare == CHOOSE else None
+            a = _compared(service, form)
+            b = _compared(service, run_b) if compare == CHOOSE and run_b is not None else None
             try:
-                v = variant(
-                    compare, a.order, a.window, plans[0].reader.name, service.reader_names(), b, a.grounded_only
-                )
+                v = variant(compare, a, service.reader_names(), b)
             except ValueError as e:
                 raise SettingsError(str(e)) from e
-            b_grounded = a.grounded_only if v.grounded_only is None else v.grounded_only
-            plans.append(service.plan(question, strategies[0], v.order, v.window, k, b_grounded, rationale, v.reader))
+            plans.append(service.plan(question, v.form))
             labels = [v.label_a, v.label_b]
     except (SettingsError, ModelError) as e:
         message = f'<div class="raqa-answer raqa-failed">{esc(e)}</div>'
@@ -104,13 +122,13 @@ def ask(service: Service, question, strategy, order, window, k, grounded_only, r
         yield message, gr.skip(), gr.skip(), gr.skip(), gr.skip()
 
 
-def _chosen_b(service: Service, question, strategy: str, k, rationale, run_b) -> Choice:
-    """Run B's own settings, validated like A's (SettingsError says what was wrong)."""
-    if not isinstance(run_b, (list, tuple)) or len(run_b) != 4:
-        raise SettingsError("Choose Run B's order, window, grounded-only and reader to compare with.")
-    order, window, grounded_only, reader = run_b
-    b = validate_settings(strategy, order, window, k, grounded_only, rationale)
-    return Choice(b.order, b.window, b.grounded_only, service.plan(question, reader=reader).reader.name)
+def _compared(service: Service, form: RunForm) -> RunForm:
+    """The form with its values checked (SettingsError says what was wrong) and its reader named, as a comparison
+    labels them."""
+    s = validate_settings(form)
+    return form.replace(
+        order=s.order, window=s.window, grounded_only=s.grounded_only, reader=service.reader(form.reader)[0].name
+    )
 
 
 def _outputs(views: list[RunView], verdicts: list[list[WindowVerdict]], settings: RunSettings, charts: bool):
@@ -128,10 +146,10 @@ def _outputs(views: list[RunView], verdicts: list[list[WindowVerdict]], settings
     return answers, windows, pages, scores, meter
 
 
-def run_events(service: Service, question, strategy, order, window, k, grounded_only, rationale, reader=None):
+def run_events(service: Service, question, form: RunForm):
     """The run of `ask` as its events, one JSON dict per yield (to_json); bad input yields one run_failed."""
     try:
-        plan = service.plan(question, strategy, order, window, k, grounded_only, rationale, reader)
+        plan = service.plan(question, form)
     except (SettingsError, ModelError) as e:
         yield to_json(RunFailed(str(e)))
         return
@@ -160,23 +178,23 @@ def recorded_banner(recording: Recording, model: str | None) -> str:
     )
 
 
-def recording_for(recordings, question, strategy, order, window, k, grounded_only, rationale, reader=None):
-    """The recording of this question with this form, if there is one (the form as the page sends it)."""
-    strategies = STRATEGIES.get(strategy) if isinstance(strategy, str) else None
-    if not strategies or len(strategies) != 1 or not isinstance(question, str):
+def recording_for(recordings, question, form: RunForm):
+    """The recording of this question with this form, if there is one (a form of one strategy, as the page sends it:
+    numbers may come as floats)."""
+    if form.strategy not in ("iterative", "topk") or not isinstance(question, str):
         return None
     try:
-        form = Form(strategies[0], order, int(window), int(k), bool(grounded_only), bool(rationale), reader)
+        window, k = int(form.window), int(form.k)
     except (TypeError, ValueError):
         return None
-    return find(recordings, question, form)
+    flags = dict(grounded_only=bool(form.grounded_only), rationale=bool(form.rationale))
+    return find(recordings, question, form.replace(window=window, k=k, **flags))
 
 
-def replay(service: Service, recordings, page_of, question, strategy, order, window, k, grounded_only, rationale,
-           reader=None, pause=time.sleep, record=None):  # fmt: skip
+def replay(service: Service, recordings, page_of, question, form: RunForm, pause=time.sleep, record=None):
     """Stream a recorded run of this question and form through the same renderer as a live run; a message when
     there is none (nothing else changes). With a list as record, the replayed events' JSON is appended to it."""
-    found = recording_for(recordings, question, strategy, order, window, k, grounded_only, rationale, reader)
+    found = recording_for(recordings, question, form)
     if found is None:
         message = (
             '<div class="raqa-answer raqa-failed">No recorded run of this question with these settings: '

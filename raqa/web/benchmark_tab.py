@@ -7,7 +7,7 @@ from __future__ import annotations
 import gradio as gr
 import plotly.graph_objects as go
 
-from raqa.config import SettingsError
+from raqa.config import RunForm, SettingsError
 from raqa.evaluation.live_benchmark import (
     DATASET_CHOICES,
     MAX_QUESTIONS,
@@ -18,7 +18,7 @@ from raqa.evaluation.live_benchmark import (
     to_csv,
 )
 from raqa.models.base import ModelError
-from raqa.web.ask_tab import STRATEGIES
+from raqa.web.ask_tab import page_form
 from raqa.web.export import temporary_folder
 from raqa.web.figures_run import message_figure, safe
 from raqa.web.render import esc, failed_html
@@ -55,19 +55,17 @@ def _progress(done: int, total: int, summary: dict) -> str:
     )
 
 
-def benchmark(service, dataset_label, n, strategy, order, window, k, grounded_only, rationale, reader=None):
-    """Stream the tab's outputs: progress, table, figure, CSV download. A public page reads at most
-    PublicLimits.max_benchmark questions."""
+def benchmark(service, dataset_label, n, form: RunForm):
+    """Stream the tab's outputs: progress, table, figure, CSV download, reading each question with the form (the Ask
+    tab's). A public page reads at most PublicLimits.max_benchmark questions."""
     try:
-        strategies = STRATEGIES.get(strategy) if isinstance(strategy, str) else None
-        if not strategies or len(strategies) != 1:
+        if form.strategy not in ("iterative", "topk"):
             raise SettingsError("The benchmark reads one strategy: choose Iterative or Top-K in the Ask tab.")
         most = benchmark_size(service)
         if most < MAX_QUESTIONS and _over(n, most):
             raise SettingsError(f"This public page reads at most {most} questions in one benchmark, got {n!r}.")
         items = benchmark_questions(DATASET_CHOICES.get(dataset_label, dataset_label), n)
-        form = (strategies[0], order, window, k, grounded_only, rationale, reader)
-        service.plan(items[0].question, *form)  # bad settings are refused before anything runs
+        service.plan(items[0].question, form)  # bad settings are refused before anything runs
     except (SettingsError, ModelError, ValueError) as e:
         yield f'<div class="raqa-answer raqa-failed">{esc(e)}</div>', gr.skip(), gr.skip(), gr.skip()
         return
@@ -119,7 +117,7 @@ def benchmark_view(service, form_inputs: list, gate: VisitorGate | None = None) 
     download = gr.DownloadButton("Download the table (CSV)", visible=False, elem_id="raqa-bench-csv")
 
     def benchmark_here(dataset_, n_, *form):
-        yield from benchmark(service, dataset_, n_, *form)
+        yield from benchmark(service, dataset_, n_, page_form(*form))
 
     def refused(message: str):
         return failed_html(message), gr.skip(), gr.skip(), gr.skip()

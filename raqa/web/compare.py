@@ -1,9 +1,9 @@
 """Two runs side by side: the visitor's settings (A) and the same question read with other settings (B), with
 what differs called out: windows read, verdicts, answer, tokens, time.
 
-`variant` turns the form and a choice of COMPARISONS into B's settings and a label for each column: one thing
-changed (order, window size, reader), or B's own order, window, grounded-only and reader (`Choice`), labelled by
-what differs from A. `differences_html` compares the two finished runs from their Final and WindowVerdict events.
+`variant` turns A's form and a choice of COMPARISONS into B's form and a label for each column: one thing changed
+(order, window size, reader), or B's own order, window, grounded-only and reader (CHOSEN), labelled by what differs
+from A. `differences_html` compares the two finished runs from their Final and WindowVerdict events.
 Left out: comparing across questions or strategies (a column is one iterative or Top-K run of one question).
 """
 
@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import NamedTuple
 
+from raqa.config import RunForm
 from raqa.reading.events import Final, WindowVerdict
 from raqa.web.render import badge, esc
 
@@ -22,77 +23,67 @@ COMPARISONS = (NOTHING, "the other window order", "another window size", "anothe
 JUDGE_READER, BASE_READER_NAME = "base+judge", "base"
 
 
+# what "settings of my choice" takes from Run B's own controls; the rest of B's form is A's
+CHOSEN = ("order", "window", "grounded_only", "reader")
+
+
 class Variant(NamedTuple):
-    order: str
-    window: int
-    reader: str | None
+    form: RunForm  # B's
     label_a: str
     label_b: str
-    grounded_only: bool | None = None  # None: as A
 
 
-class Choice(NamedTuple):
-    """B's own settings, for CHOOSE (the page's "Run B" controls)."""
-
-    order: str
-    window: int
-    grounded_only: bool
-    reader: str | None
-
-
-def chosen(a: Choice, b: Choice) -> Variant:
-    """Both columns labelled by what B changes; ValueError when B changes nothing.
+def chosen(a: RunForm, b: RunForm) -> Variant:
+    """A's form with B's order, window, grounded-only and reader, both columns labelled by what B changes;
+    ValueError when B changes nothing.
 
     Example:
-        >>> chosen(Choice("forward", 1, False, "base"), Choice("backward", 3, False, "base"))[3:5]
+        >>> chosen(RunForm(order="forward", window=1), RunForm(order="backward", window=3))[1:]
         ('A: forward, w=1', 'B: backward, w=3')
     """
     names = {"order": "{}", "window": "w={}", "grounded_only": "grounded only: {}", "reader": "{}"}
-    changed = [field for field in names if getattr(a, field) != getattr(b, field)]
+    changed = [field for field in CHOSEN if getattr(a, field) != getattr(b, field)]
     if not changed:
         raise ValueError("Run B has the same settings as A: change B's order, window, grounded-only or reader.")
 
-    def label(side: Choice, letter: str) -> str:
+    def label(side: RunForm, letter: str) -> str:
         return f"{letter}: " + ", ".join(names[f].format(_yes_no(getattr(side, f))) for f in changed)
 
-    return Variant(b.order, b.window, b.reader, label(a, "A"), label(b, "B"), b.grounded_only)
+    return Variant(a.replace(**{f: getattr(b, f) for f in CHOSEN}), label(a, "A"), label(b, "B"))
 
 
 def _yes_no(value) -> str:
     return ("yes" if value else "no") if isinstance(value, bool) else str(value)
 
 
-def variant(
-    choice: str, order: str, window: int, reader: str | None, readers: Sequence[str], b: Choice | None = None,
-    grounded_only: bool = False,
-) -> Variant | None:  # fmt: skip
-    """B's settings for a comparison (None for "nothing"); ValueError for a comparison this page cannot make.
+def variant(choice: str, a: RunForm, readers: Sequence[str], b: RunForm | None = None) -> Variant | None:
+    """B's form for a comparison with A's (None for "nothing"); ValueError for a comparison this page cannot make.
+    A's reader None is the page's default reader (the first of readers); b is B's own form, for CHOOSE.
 
     Example:
-        >>> variant("the other window order", "forward", 1, None, ["base"]).order
+        >>> variant("the other window order", RunForm(order="forward"), ["base"]).form.order
         'backward'
-        >>> variant("another window size", "forward", 1, None, ["base"])[1:3]
-        (3, None)
+        >>> variant("another window size", RunForm(window=1), ["base"]).form.window
+        3
     """
     if choice == NOTHING or choice is None:
         return None
     if choice == "the other window order":
-        other = "backward" if order == "forward" else "forward"
-        return Variant(other, window, reader, f"A: {order}", f"B: {other}")
+        other = "backward" if a.order == "forward" else "forward"
+        return Variant(a.replace(order=other), f"A: {a.order}", f"B: {other}")
     if choice == "another window size":
-        other = 3 if window == 1 else 1
-        return Variant(order, other, reader, f"A: w={window}", f"B: w={other}")
+        other = 3 if a.window == 1 else 1
+        return Variant(a.replace(window=other), f"A: w={a.window}", f"B: w={other}")
+    current = a.reader or (readers[0] if readers else BASE_READER_NAME)
     if choice == "another reader":
-        current = reader or (readers[0] if readers else BASE_READER_NAME)
         others = [r for r in (JUDGE_READER, BASE_READER_NAME, *readers) if r in readers and r != current]
         if not others:
             raise ValueError("This page has one reader only, so there is no other reader to compare with.")
-        return Variant(order, window, others[0], f"A: {current}", f"B: {others[0]}")
+        return Variant(a.replace(reader=others[0]), f"A: {current}", f"B: {others[0]}")
     if choice == CHOOSE:
         if b is None:
-            raise ValueError("Choose Run B's settings to compare with.")
-        current = reader or (readers[0] if readers else BASE_READER_NAME)
-        return chosen(Choice(order, window, bool(grounded_only), current), b)
+            raise ValueError("Choose Run B's order, window, grounded-only and reader to compare with.")
+        return chosen(a.replace(reader=current), b)
     raise ValueError(f"Invalid comparison: {choice!r}. Choose from: {', '.join(COMPARISONS)}.")
 
 

@@ -13,8 +13,7 @@ import logging
 from dataclasses import dataclass
 from pathlib import Path
 
-from raqa.config import ASSETS_DIR
-from raqa.web.recordings import Form
+from raqa.config import ASSETS_DIR, RunForm
 
 LESSONS_FILE = ASSETS_DIR / "lessons.json"
 LOG = logging.getLogger(__name__)
@@ -24,7 +23,7 @@ LOG = logging.getLogger(__name__)
 class Step:
     title: str
     question: str
-    form: Form
+    form: RunForm
     watch: str  # what to look at, in plain words
     why: bool = False  # record each answered window's attribution with the run ("Why this answer?" in the replay)
 
@@ -34,7 +33,7 @@ def load_lessons(path: Path = LESSONS_FILE) -> list[Step]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         steps = [
-            Step(s["title"], s["question"], Form(**s["form"]), s["watch"], bool(s.get("why", False)))
+            Step(s["title"], s["question"], RunForm(**s["form"]), s["watch"], bool(s.get("why", False)))
             for s in data["steps"]
         ]
         if any(not isinstance(v, str) or not v.strip() for s in steps for v in (s.title, s.question, s.watch)):

@@ -9,12 +9,13 @@ Left out: the run itself (a link does not carry results) and settings the form d
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
-from raqa.config import MAX_QUESTION_CHARS, PublicLimits, RunSettings, run_ranges
+from raqa.config import MAX_QUESTION_CHARS, PublicLimits, RunForm, RunSettings, run_ranges
+from raqa.web.ask_tab import STRATEGY_LABELS
 
-STRATEGY_PARAMS = {"iterative": "Iterative", "topk": "Top-K", "both": "Both side by side"}
 ORDERS = ("forward", "backward")
 DEFAULTS = RunSettings()
 FLAGS = {"1": True, "true": True, "0": False, "false": False}
@@ -22,13 +23,7 @@ FLAGS = {"1": True, "true": True, "0": False, "false": False}
 
 class LinkedForm(NamedTuple):
     question: str
-    strategy: str  # the Strategy radio's label
-    order: str
-    window: int
-    k: int
-    grounded_only: bool
-    rationale: bool
-    reader: str | None  # None: the page's default reader
+    form: RunForm  # strategy iterative, topk or both; reader None: the page's default reader
     problems: tuple[str, ...]  # what in the link was not used, and why
 
 
@@ -46,14 +41,18 @@ def _int(params: Mapping[str, str], name: str, bounds: tuple[int, int], default:
     return value
 
 
-def form_from_link(params: Mapping[str, str], readers: Sequence[str], defaults: RunSettings = DEFAULTS,
-                   limits: PublicLimits | None = None) -> LinkedForm:  # fmt: skip
+def form_from_link(
+    params: Mapping[str, str],
+    readers: Sequence[str],
+    defaults: RunSettings = DEFAULTS,
+    limits: PublicLimits | None = None,
+) -> LinkedForm:
     """The form's values from a link's query parameters; unusable ones fall back to the defaults, listed in problems.
     With limits (a public page), w and K beyond its caps are problems too.
 
     Example:
-        >>> form = form_from_link({"q": "Who?", "w": "3", "order": "sideways"}, ["base"])
-        >>> (form.question, form.window, form.order, form.problems)
+        >>> linked = form_from_link({"q": "Who?", "w": "3", "order": "sideways"}, ["base"])
+        >>> (linked.question, linked.form.window, linked.form.order, linked.problems)
         ('Who?', 3, 'forward', ("order='sideways' is not one of forward, backward",))
     """
     problems: list[str] = []
@@ -61,12 +60,10 @@ def form_from_link(params: Mapping[str, str], readers: Sequence[str], defaults: 
     if len(question) > MAX_QUESTION_CHARS:
         problems.append(f"the question is longer than {MAX_QUESTION_CHARS} characters")
         question = ""
-    strategy = STRATEGY_PARAMS["iterative"]
-    if "strategy" in params:
-        if params["strategy"] in STRATEGY_PARAMS:
-            strategy = STRATEGY_PARAMS[params["strategy"]]
-        else:
-            problems.append(f"strategy={params['strategy']!r} is not one of {', '.join(STRATEGY_PARAMS)}")
+    strategy = params.get("strategy", "iterative")
+    if strategy not in STRATEGY_LABELS:
+        problems.append(f"strategy={strategy!r} is not one of {', '.join(STRATEGY_LABELS)}")
+        strategy = "iterative"
     order = defaults.order
     if "order" in params:
         if params["order"] in ORDERS:
@@ -84,24 +81,17 @@ def form_from_link(params: Mapping[str, str], readers: Sequence[str], defaults: 
         problems.append(f"reader={reader!r} is not one of {', '.join(readers)}")
         reader = None
     window_range, k_range = run_ranges(limits)
-    return LinkedForm(
-        question,
-        strategy,
-        order,
-        _int(params, "w", window_range, defaults.window, problems),
-        _int(params, "k", k_range, defaults.k, problems),
-        flags["grounded"],
-        flags["rationale"],
-        reader,
-        tuple(problems),
-    )
+    window = _int(params, "w", window_range, defaults.window, problems)
+    k = _int(params, "k", k_range, defaults.k, problems)
+    form = RunForm(strategy, order, window, k, flags["grounded"], flags["rationale"], reader)
+    return LinkedForm(question, form, tuple(problems))
 
 
 # The "Copy link" button: the form's values as this page's URL with query parameters, copied to the clipboard
 # where the browser allows it, and shown in the link box either way.
 LINK_JS = """
 (question, strategy, order, w, k, grounded, rationale, reader) => {
-  const strategies = {"Iterative": "iterative", "Top-K": "topk", "Both side by side": "both"};
+  const strategies = STRATEGIES;
   const p = new URLSearchParams();
   p.set("q", question || "");
   p.set("strategy", strategies[strategy] || "iterative");
@@ -115,4 +105,4 @@ LINK_JS = """
   try { navigator.clipboard.writeText(url).catch(() => {}); } catch (e) {}
   return url;
 }
-"""
+""".replace("STRATEGIES", json.dumps({label: name for name, label in STRATEGY_LABELS.items()}))

@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from raqa import __version__
-from raqa.config import ASSETS_DIR
+from raqa.config import ASSETS_DIR, RunForm
 from raqa.evaluation.records import provenance
 from raqa.reading.attribution import with_attributions
 from raqa.reading.events import to_json
@@ -31,19 +31,6 @@ from raqa.text import slug
 
 RECORDINGS_DIR = ASSETS_DIR / "recordings"
 FORMAT = 1
-
-
-@dataclass(frozen=True)
-class Form:
-    """The page's form, as a recording was made with it (the arguments of Service.plan after the question)."""
-
-    strategy: str = "iterative"
-    order: str = "forward"
-    window: int = 1
-    k: int = 15
-    grounded_only: bool = False
-    rationale: bool = False
-    reader: str | None = None  # None: the page's default reader
 
 
 @dataclass(frozen=True)
@@ -56,20 +43,20 @@ class Recording:
         return self.header["question"]
 
     @property
-    def form(self) -> Form:
-        return Form(**self.header["form"])
+    def form(self) -> RunForm:
+        return RunForm(**self.header["form"])
 
-    def matches(self, question: str, form: Form) -> bool:
+    def matches(self, question: str, form: RunForm) -> bool:
         """Same question (case and spacing aside) and same form; a form without a reader means the default one."""
         same_question = " ".join(question.split()).casefold() == " ".join(self.question.split()).casefold()
         settings = asdict(form) | {"reader": None} == asdict(self.form) | {"reader": None}
         return same_question and settings and form.reader in (None, self.form.reader)
 
 
-def record_run(service, question: str, form: Form, command: str, why: bool = False) -> Recording:
+def record_run(service, question: str, form: RunForm, command: str, why: bool = False) -> Recording:
     """Run question with form on the service's model, keeping each event with its time; with why, each answered
     window's Attribution follows its verdict (so the replay shows "Why this answer?" at once)."""
-    plan = service.plan(question, *asdict(form).values())
+    plan = service.plan(question, form)
     events = service.events(plan)
     if why:
         events = with_attributions(events, plan.question, plan.backend, plan.settings)
@@ -105,7 +92,7 @@ def write_lines(recording: Recording, path: Path) -> Path:
     return path
 
 
-def read_recording(path: Path, check_header=lambda header: Form(**header["form"])) -> Recording:
+def read_recording(path: Path, check_header=lambda header: RunForm(**header["form"])) -> Recording:
     """ValueError, naming the file, when it is not a recording (check_header raises on a header of another kind)."""
     try:
         lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
@@ -130,7 +117,7 @@ def load_recordings(folder: Path = RECORDINGS_DIR, read=read_recording) -> tuple
     return recordings, problems
 
 
-def find(recordings: Sequence[Recording], question: str, form: Form) -> Recording | None:
+def find(recordings: Sequence[Recording], question: str, form: RunForm) -> Recording | None:
     return next((r for r in recordings if r.matches(question, form)), None)
 
 
