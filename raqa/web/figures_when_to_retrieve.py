@@ -18,8 +18,6 @@ from raqa.web.figures_experiments import _LAYOUT, COLOURS, _errors
 from raqa.when_to_retrieve.pipeline import PIPELINE_TITLES
 from raqa.when_to_retrieve.uncertainty import SIGNAL_TITLES
 
-READER_DASH = {"base": "dot", "base+judge": "solid"}
-
 
 def _datasets(record: dict) -> dict[str, dict]:
     return record["results"]["datasets"]
@@ -131,26 +129,28 @@ POLICY_NAMES = {
 METRICS = {"accuracy": "accuracy (gold answer contained)", "exact_match": "exact match"}
 
 
+def _bars(figure: go.Figure, x: list[str], estimates: list[dict], name: str, colour: str, where: dict) -> None:
+    """One series of shares as bars with their 95% intervals (where: the subplot and legend group)."""
+    figure.add_bar(
+        x=x, y=[e["value"] for e in estimates], error_y=_errors(estimates), name=name, marker_color=colour, **where
+    )
+
+
+def _cell(col: int, group: str) -> dict:
+    """Subplot col of one row; the legend names each group once, from the first subplot."""
+    return dict(showlegend=col == 1, legendgroup=group, row=1, col=col)
+
+
 def accuracy_figure(record: dict) -> go.Figure:
     """Accuracy of each policy on each dataset, one subplot per metric."""
     datasets = _datasets(record)
     figure = make_subplots(rows=1, cols=2, subplot_titles=list(METRICS.values()), shared_yaxes=True)
+    policies = [p for p in POLICY_NAMES if any(p in d["policies"] for d in datasets.values())]
     for col, metric in enumerate(METRICS, start=1):
-        policies = [p for p in POLICY_NAMES if any(p in d["policies"] for d in datasets.values())]
         for colour, policy in zip(COLOURS, policies, strict=False):
             names = [f"{name} (n={d['n']})" for name, d in datasets.items() if policy in d["policies"]]
             estimates = [d["policies"][policy][metric] for d in datasets.values() if policy in d["policies"]]
-            figure.add_bar(
-                x=names,
-                y=[e["value"] for e in estimates],
-                error_y=_errors(estimates),
-                name=POLICY_NAMES[policy],
-                marker_color=colour,
-                showlegend=col == 1,
-                legendgroup=policy,
-                row=1,
-                col=col,
-            )
+            _bars(figure, names, estimates, POLICY_NAMES[policy], colour, _cell(col, policy))
     figure.update_yaxes(tickformat=".0%", title_text="share of questions", col=1)
     figure.update_layout(title="When to retrieve: accuracy by policy (95% intervals)", barmode="group", **_LAYOUT)
     return figure
@@ -161,16 +161,13 @@ def ret_rate_figure(record: dict) -> go.Figure:
     datasets = _datasets(record)
     names = [f"{name} (n={d['n']})" for name, d in datasets.items()]
     figure = go.Figure()
-    series = [
-        ("Adapt-LLM asked for <RET>", lambda d: d["ret_rate"]),
-        ("NR-LLM answered correctly (no retrieval needed)", lambda d: d["nr_knows"]),
-        ("top BM25 page holds a gold answer", lambda d: d["top_page_has_answer"]),
-    ]
-    for colour, (label, get) in zip(COLOURS, series, strict=False):
-        estimates = [get(d) for d in datasets.values()]
-        figure.add_bar(
-            x=names, y=[e["value"] for e in estimates], error_y=_errors(estimates), name=label, marker_color=colour
-        )
+    series = {
+        "Adapt-LLM asked for <RET>": "ret_rate",
+        "NR-LLM answered correctly (no retrieval needed)": "nr_knows",
+        "top BM25 page holds a gold answer": "top_page_has_answer",
+    }
+    for colour, (label, key) in zip(COLOURS, series.items(), strict=False):
+        _bars(figure, names, [d[key] for d in datasets.values()], label, colour, {})
     figure.update_layout(
         title="How often Adapt-LLM asks for retrieval",
         barmode="group",
@@ -183,8 +180,7 @@ def ret_rate_figure(record: dict) -> go.Figure:
 def table3_figure(record: dict) -> go.Figure:
     """The paper's Table 3: Adapt-LLM's accuracy with and without context, for <RET> and direct questions."""
     datasets = {k: v for k, v in _datasets(record).items() if "table3" in v}
-    titles = [f"{name}" for name in datasets]
-    figure = make_subplots(rows=1, cols=max(1, len(datasets)), subplot_titles=titles, shared_yaxes=True)
+    figure = make_subplots(rows=1, cols=max(1, len(datasets)), subplot_titles=list(datasets), shared_yaxes=True)
     for col, d in enumerate(datasets.values(), start=1):
         groups = d["table3"]
         labels = [
@@ -193,21 +189,10 @@ def table3_figure(record: dict) -> go.Figure:
         ]
         for colour, which in zip(COLOURS, ("with_context", "without_context"), strict=False):
             estimates = [groups[g][which]["accuracy"] for g in ("asked_ret", "answered_directly")]
-            figure.add_bar(
-                x=labels,
-                y=[e["value"] for e in estimates],
-                error_y=_errors(estimates),
-                name=which.replace("_", " "),
-                marker_color=colour,
-                showlegend=col == 1,
-                legendgroup=which,
-                row=1,
-                col=col,
-            )
+            _bars(figure, labels, estimates, which.replace("_", " "), colour, _cell(col, which))
     figure.update_yaxes(tickformat=".0%", title_text="accuracy (contains gold)", col=1)
-    figure.update_layout(
-        title="Adapt-LLM's decisions: accuracy with and without context (Table 3)", barmode="group", **_LAYOUT
-    )
+    title = "Adapt-LLM's decisions: accuracy with and without context (Table 3)"
+    figure.update_layout(title=title, barmode="group", **_LAYOUT)
     return figure
 
 
@@ -225,21 +210,18 @@ def threshold_figure(record: dict) -> go.Figure:
             name=f"{name}: Adapt-LLM, retrieve when P(<RET>) >= t (n={d['n']})",
             hovertext=[f"t = {p['threshold']:.3f}" for p in curve],
         )
-        ret = d["ret_rate"]["value"]
-        figure.add_scatter(
-            x=[ret],
-            y=[d["policies"]["adapt"]["accuracy"]["value"]],
-            mode="markers",
-            marker=dict(symbol="star", size=14, color=colour),
-            name=f"{name}: Adapt-LLM's own <RET> token",
-        )
-        for policy, x, symbol in (("never", 0.0, "circle-open"), ("always", 1.0, "square-open")):
+        points = [
+            ("adapt", d["ret_rate"]["value"], "star", 14, "Adapt-LLM's own <RET> token"),
+            ("never", 0.0, "circle-open", 11, POLICY_NAMES["never"]),
+            ("always", 1.0, "square-open", 11, POLICY_NAMES["always"]),
+        ]
+        for policy, x, symbol, size, label in points:
             figure.add_scatter(
                 x=[x],
                 y=[d["policies"][policy]["accuracy"]["value"]],
                 mode="markers",
-                marker=dict(symbol=symbol, size=11, color=colour),
-                name=f"{name}: {POLICY_NAMES[policy]}",
+                marker=dict(symbol=symbol, size=size, color=colour),
+                name=f"{name}: {label}",
             )
     figure.update_layout(
         title="The retrieval budget: accuracy as Adapt-LLM retrieves for more questions",
