@@ -17,8 +17,9 @@ def served(tmp_path_factory, tiny_pages, tiny_index):
     from raqa.ops.reliability import serve
 
     backend = ScriptedBackend(lambda messages: REPLY)
-    service = Service(AppConfig(cache_dir=tmp_path_factory.mktemp("cache")), tiny_pages, tiny_index,
-                      backend, "tiny", {})  # fmt: skip
+    service = Service(
+        AppConfig(cache_dir=tmp_path_factory.mktemp("cache")), tiny_pages, tiny_index, backend, "tiny", {}
+    )
     demo, url = serve(service)
     yield service, url
     demo.close()

@@ -21,8 +21,8 @@ def test_a_flag_is_one_line_with_the_whole_run(tmp_path) -> None:
     assert append_flag(path, "badge_wrong", RUN) == 1
     assert append_flag(path, "right_to_decline", RUN) == 2
     first, second = (json.loads(line) for line in path.read_text(encoding="utf-8").splitlines())
-    assert (first["flag"], first["question"], first["answer"], first["verdict"]) == ("badge_wrong", "Who?", "Monet",
-                                                                                     "answered")  # fmt: skip
+    kept = (first["flag"], first["question"], first["answer"], first["verdict"])
+    assert kept == ("badge_wrong", "Who?", "Monet", "answered")
     assert first["events"] == RUN and second["flag"] == "right_to_decline"
 
 

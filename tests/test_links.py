@@ -11,8 +11,16 @@ READERS = ["base+judge", "base", "judge"]
 
 
 def test_a_full_link_sets_every_value() -> None:
-    params = {"q": "Who painted it?", "strategy": "both", "order": "backward", "w": "4", "k": "20", "grounded": "1",
-              "rationale": "true", "reader": "judge"}  # fmt: skip
+    params = {
+        "q": "Who painted it?",
+        "strategy": "both",
+        "order": "backward",
+        "w": "4",
+        "k": "20",
+        "grounded": "1",
+        "rationale": "true",
+        "reader": "judge",
+    }
     linked = form_from_link(params, READERS)
     assert linked == ("Who painted it?", RunForm("both", "backward", 4, 20, True, True, "judge"), ())
 

@@ -39,8 +39,15 @@ def test_rows_say_exact_match_and_whether_any_page_could_answer(service) -> None
     assert parsed[0][:3] == ["question", "gold", "answer"] and len(parsed) == 3
 
 
-@pytest.mark.parametrize(("dataset", "n", "message"), [("imdb", 5, "Invalid dataset"), ("nq", 51, "from 1 to 50"),
-                                                       ("nq", 0, "from 1 to 50"), ("nq", "ten", "whole number")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("dataset", "n", "message"),
+    [
+        ("imdb", 5, "Invalid dataset"),
+        ("nq", 51, "from 1 to 50"),
+        ("nq", 0, "from 1 to 50"),
+        ("nq", "ten", "whole number"),
+    ],
+)
 def test_bad_choices_are_refused_with_the_allowed_ones(dataset, n, message) -> None:
     with pytest.raises(ValueError, match=message):
         benchmark_questions(dataset, n)

@@ -8,7 +8,7 @@ from raqa.models.scripted import ScriptedBackend
 from raqa.retrieval.corpus import Page
 from raqa.retrieval.index import BM25Index
 from raqa.service import Service
-from raqa.web.ask_tab import ask
+from raqa.web.ask_tab import ask, page_form
 
 
 @pytest.fixture
@@ -38,6 +38,14 @@ def test_bad_input_yields_one_message_and_nothing_else(service, question, strate
     assert len(outputs) == 1
     assert message in outputs[0][0] and "raqa-failed" in outputs[0][0]
     assert service.backend.requests == []  # the model was never asked
+
+
+def test_the_page_form_names_the_strategy_its_radio_labels():
+    assert page_form("Both side by side", "backward", 2, 6, False, False) == RunForm("both", "backward", 2, 6)
+    assert page_form("Top-K", "forward", 3, 10, True, False, "base") == RunForm(
+        "topk", "forward", 3, 10, True, False, "base"
+    )
+    assert page_form(["Top-K"], "forward", 3, 10, False, False).strategy == ["Top-K"]  # for ask to refuse
 
 
 def test_both_strategies_render_side_by_side(service):

@@ -39,9 +39,13 @@ def running_scores(rows: list[BenchmarkRow]) -> go.Figure:
     figure.add_scatter(x=xs, y=em, mode="lines+markers", name="exact match")
     figure.add_scatter(x=xs, y=false, mode="lines+markers", name="answered, though no page has the answer")
     figure.update_layout(
-        title="Running scores", xaxis_title="questions read", yaxis=dict(range=[0, 1], tickformat=".0%"), height=320,
-        margin=dict(l=40, r=10, t=40, b=40), legend=dict(orientation="h", y=-0.3),
-    )  # fmt: skip
+        title="Running scores",
+        xaxis_title="questions read",
+        yaxis=dict(range=[0, 1], tickformat=".0%"),
+        height=320,
+        margin=dict(l=40, r=10, t=40, b=40),
+        legend=dict(orientation="h", y=-0.3),
+    )
     return figure
 
 
@@ -74,8 +78,10 @@ def benchmark(service, dataset_label, n, form: RunForm):
     yield _progress(0, len(items), summarise(rows)), [], message_figure("Scores appear as questions finish."), empty
     for row in run_benchmark(service, items, form):
         rows.append(row)
-        table = [[r.question, r.gold, r.answer, r.exact_match, r.answerable, r.windows_read, r.tokens,
-                  round(r.seconds, 1)] for r in rows]  # fmt: skip
+        table = [
+            [r.question, r.gold, r.answer, r.exact_match, r.answerable, r.windows_read, r.tokens, round(r.seconds, 1)]
+            for r in rows
+        ]
         yield _progress(len(rows), len(items), summarise(rows)), table, safe(running_scores, rows), gr.skip()
     with temporary_folder("raqa-benchmark-") as folder:
         path = folder / f"raqa-benchmark-{len(rows)}.csv"
@@ -122,7 +128,12 @@ def benchmark_view(service, form_inputs: list, gate: VisitorGate | None = None) 
     def refused(message: str):
         return failed_html(message), gr.skip(), gr.skip(), gr.skip()
 
-    event = start.click(limit_runs(gate, benchmark_here, refused), [dataset, n, *form_inputs],
-                        [progress, table, figure, download], api_visibility="private", concurrency_id="model",
-                        preprocess=False)  # fmt: skip
+    event = start.click(
+        limit_runs(gate, benchmark_here, refused),
+        [dataset, n, *form_inputs],
+        [progress, table, figure, download],
+        api_visibility="private",
+        concurrency_id="model",
+        preprocess=False,
+    )
     stop.click(None, cancels=[event], queue=False, api_visibility="private")

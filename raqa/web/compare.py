@@ -112,13 +112,13 @@ def differences_html(
             _verdicts(verdicts[0]),
             _verdicts(verdicts[1]),
             Counter(v.verdict for v in verdicts[0]) != Counter(v.verdict for v in verdicts[1]),
-        ),  # fmt: skip
+        ),
         (
             "prompt + reply tokens",
             f"{a.prompt_tokens:,} + {a.completion_tokens:,}",
             f"{b.prompt_tokens:,} + {b.completion_tokens:,}",
             (a.prompt_tokens, a.completion_tokens) != (b.prompt_tokens, b.completion_tokens),
-        ),  # fmt: skip
+        ),
         ("time", f"{a.seconds:.1f} s", f"{b.seconds:.1f} s", False),
     ]
     body = "".join(

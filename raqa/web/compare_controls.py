@@ -22,13 +22,21 @@ def compare_controls(reader_choices: list[tuple[str, str]]):
     )
     with gr.Group(visible=False, elem_id="raqa-run-b") as group:
         with gr.Row():
-            order = gr.Radio(["forward", "backward"], value="backward", label="Run B: window order",
-                             elem_id="raqa-b-order")  # fmt: skip
-            window = gr.Slider(*WINDOW_RANGE, value=defaults.window, step=1, label="Run B: window w",
-                               elem_id="raqa-b-window")  # fmt: skip
+            order = gr.Radio(
+                ["forward", "backward"], value="backward", label="Run B: window order", elem_id="raqa-b-order"
+            )
+            window = gr.Slider(
+                *WINDOW_RANGE, value=defaults.window, step=1, label="Run B: window w", elem_id="raqa-b-window"
+            )
         grounded = gr.Checkbox(value=False, label="Run B: accept only grounded answers", elem_id="raqa-b-grounded")
-        reader = gr.Radio(reader_choices, value=reader_choices[0][1], label="Run B: reader",
-                          visible=len(reader_choices) > 1, elem_id="raqa-b-reader")  # fmt: skip
-    compare.change(lambda choice: gr.Group(visible=choice == CHOOSE), [compare], [group], api_visibility="private",
-                   queue=False)  # fmt: skip
+        reader = gr.Radio(
+            reader_choices,
+            value=reader_choices[0][1],
+            label="Run B: reader",
+            visible=len(reader_choices) > 1,
+            elem_id="raqa-b-reader",
+        )
+    compare.change(
+        lambda choice: gr.Group(visible=choice == CHOOSE), [compare], [group], api_visibility="private", queue=False
+    )
     return compare, [order, window, grounded, reader]

@@ -31,8 +31,13 @@ def md(text: object) -> str:
     return MARKDOWN_SPECIAL.sub(r"\\\1", " ".join(str(text).split()))
 
 
-VERDICT_WORDS = {"answered": "Answered", "weak": "Weak support", "unsupported": "Unsupported", "not_found": "Not found",
-                 "unparseable": "Unparseable"}  # fmt: skip
+VERDICT_WORDS = {
+    "answered": "Answered",
+    "weak": "Weak support",
+    "unsupported": "Unsupported",
+    "not_found": "Not found",
+    "unparseable": "Unparseable",
+}
 
 
 def _window_section(verdict: dict, reply_text: str) -> list[str]:
@@ -43,8 +48,10 @@ def _window_section(verdict: dict, reply_text: str) -> list[str]:
     reply = reply_text or verdict["reply"].get("raw", "")
     lines += ["Reply:", "", *[f"    {line}" for line in (reply.splitlines() or [""])], ""]
     if verdict.get("p_answer") is not None:
-        lines.append(f"P(answer) {verdict['p_answer']:.2f}; {verdict['prompt_tokens']} prompt tokens, "
-                     f"{verdict['completion_tokens']} reply tokens, {verdict['seconds']:.1f} s")  # fmt: skip
+        lines.append(
+            f"P(answer) {verdict['p_answer']:.2f}; {verdict['prompt_tokens']} prompt tokens, "
+            f"{verdict['completion_tokens']} reply tokens, {verdict['seconds']:.1f} s"
+        )
     grounding = verdict.get("grounding")
     if grounding:
         lines.append(f"Check: {md(grounding['note'])}")
@@ -63,8 +70,14 @@ def markdown_report(events: Sequence[dict]) -> str:
     lines = ["# raqa run", ""]
     if started:
         s = started["settings"]
-        lines += [f"**Question:** {md(started['question'])}", "", f"**Model:** {md(started['model'])}", "",
-                  "**Settings:** " + ", ".join(f"{k} {md(v)}" for k, v in s.items()), ""]  # fmt: skip
+        lines += [
+            f"**Question:** {md(started['question'])}",
+            "",
+            f"**Model:** {md(started['model'])}",
+            "",
+            "**Settings:** " + ", ".join(f"{k} {md(v)}" for k, v in s.items()),
+            "",
+        ]
     replies: dict[int, str] = {}
     for event in events:
         if event["type"] == "reply_delta":
@@ -77,10 +90,16 @@ def markdown_report(events: Sequence[dict]) -> str:
             lines += [f"Why this answer (window {event['window']}): {md(event['summary'])}", ""]
     if final:
         answer = md(final["answer"]) if final["answer"] is not None else "answer not found"
-        lines += ["## Result", "", f"**Answer:** {answer} ({VERDICT_WORDS.get(final['verdict'], final['verdict'])})", "",
-                  f"{final['windows_read']} windows and {final['pages_read']} pages read; {final['prompt_tokens']} "
-                  f"prompt tokens and {final['completion_tokens']} reply tokens (one Top-K prompt over the same pages: "
-                  f"{final['topk_prompt_tokens']}); {final['seconds']:.1f} s.", ""]  # fmt: skip
+        lines += [
+            "## Result",
+            "",
+            f"**Answer:** {answer} ({VERDICT_WORDS.get(final['verdict'], final['verdict'])})",
+            "",
+            f"{final['windows_read']} windows and {final['pages_read']} pages read; {final['prompt_tokens']} "
+            f"prompt tokens and {final['completion_tokens']} reply tokens (one Top-K prompt over the same pages: "
+            f"{final['topk_prompt_tokens']}); {final['seconds']:.1f} s.",
+            "",
+        ]
     if failed:
         lines += ["## The run failed", "", md(failed["message"]), ""]
     return "\n".join(lines)

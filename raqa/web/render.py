@@ -256,11 +256,14 @@ class RunView:
             for e in why.sentences:
                 effects.setdefault(e.page_id, {})[e.sentence] = (e.logprob, why.logprob)
         pages = "".join(
-            page_details(h, evidence_sentence if h.page.id == evidence_page else None,
-                         open_=h.page.id == evidence_page or (why is not None and h.page.id in effects),
-                         effects=effects.get(h.page.id))
+            page_details(
+                h,
+                evidence_sentence if h.page.id == evidence_page else None,
+                open_=h.page.id == evidence_page or (why is not None and h.page.id in effects),
+                effects=effects.get(h.page.id),
+            )
             for h in card.hits
-        )  # fmt: skip
+        )
         lines = [f'<pre class="raqa-reply" dir="auto">{esc(card.reply)}</pre>' if card.reply else ""]
         if v is not None:
             if v.reply.reason:
@@ -277,8 +280,10 @@ class RunView:
             if why is not None:
                 lines.append(why_html(why))
             elif self.explaining == card.number:
-                lines.append('<div class="raqa-why-result raqa-why-pending">Why this answer? Leaving out each sentence '
-                             "in turn and asking the model again (a few seconds a page)…</div>")  # fmt: skip
+                lines.append(
+                    '<div class="raqa-why-result raqa-why-pending">Why this answer? Leaving out each sentence '
+                    "in turn and asking the model again (a few seconds a page)…</div>"
+                )
             elif self.explainable and self.final is not None and can_attribute(v) is None:
                 lines.append(why_button(card.number))
             tokens = f"{v.prompt_tokens:,} prompt + {v.completion_tokens:,} completion tokens · {v.seconds:.1f} s"

@@ -67,7 +67,8 @@ def explain(service, page_of, value, run_file) -> Iterator[tuple]:
     started = [e for e in events if isinstance(e, RunStarted)]
     verdict = next((e for e in events if isinstance(e, WindowVerdict) and e.window == number), None)
     if len(started) != 1 or verdict is None:
-        yield failed_html("Why this answer? works on one finished run: run the question, then press it."), gr.skip(), gr.skip()  # fmt: skip
+        message = "Why this answer? works on one finished run: run the question, then press it."
+        yield failed_html(message), gr.skip(), gr.skip()
         return
     view = RunView(explainable=True)
     for event in events:
@@ -106,6 +107,11 @@ def why_controls(demo: gr.Blocks, service, page_of, gate, windows, download_json
             yield failed_html("Why this answer? stopped on an internal error."), gr.skip(), gr.skip()
 
     limited = limit_runs(gate, explain_here, lambda message: (failed_html(message), gr.skip(), gr.skip()))
-    go.click(limited, [box, download_json], [windows, download_json, download_md], concurrency_id="model",
-             api_visibility="private")  # fmt: skip
+    go.click(
+        limited,
+        [box, download_json],
+        [windows, download_json, download_md],
+        concurrency_id="model",
+        api_visibility="private",
+    )
     demo.load(None, js=WHY_JS)
