@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from adapt_fakes import FakeAdaptModel, knows_paris
 
-from raqa.config import AppConfig, SettingsError
+from raqa.config import AppConfig, RunForm, SettingsError
 from raqa.loading import Lazy
 from raqa.models.scripted import ScriptedBackend
 from raqa.reading.events import Final, RunStarted, WindowVerdict, to_json
@@ -91,7 +91,7 @@ def test_a_bad_policy_or_threshold_is_refused_before_any_model_call(service, pol
 
 def test_bad_reading_settings_are_refused_too(service):
     with pytest.raises(SettingsError):
-        pipeline(service, "Everest?", "always", None, window=0)
+        pipeline(service, "Everest?", "always", None, RunForm(window=0))
     with pytest.raises(SettingsError):
         pipeline(service, "", "always", None)
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from raqa.cli.options import app_config
 from raqa.cli.output import counter_bar, error, print_human, print_json, say
-from raqa.config import SettingsError, clean_question
+from raqa.config import RunForm, SettingsError, clean_question
 from raqa.evaluation import records
 from raqa.models.base import ModelError
 from raqa.retrieval.corpus import CorpusError
@@ -53,8 +53,8 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
         return error(e)
     try:
         service = Service.load(config, progress=say)
-        events = pipeline(service, args.question, args.policy, args.threshold, args.order, args.window, args.k,
-                          args.reader)  # fmt: skip
+        form = RunForm(order=args.order, window=args.window, k=args.k, reader=args.reader)
+        events = pipeline(service, args.question, args.policy, args.threshold, form)
     except (CorpusError, ModelError, SettingsError, ValueError) as e:
         return error(e)
     show = print_json if args.json else print_pipeline_human
@@ -143,7 +143,8 @@ def cmd_eval_pipeline(args: argparse.Namespace) -> int:
             return closed_book(model, question)
 
     def reader(name: str):  # the base reader's answers as it gives them; the judge's gate grounds its own
-        return lambda q: service.events(windows(service, q, EVAL_ORDER, EVAL_WINDOW, EVAL_K, name, grounded=False))
+        form = RunForm(order=EVAL_ORDER, window=EVAL_WINDOW, k=EVAL_K, reader=name)
+        return lambda q: service.events(windows(service, q, form, grounded=False))
 
     readers = {name: reader(name) for name in READERS}
     positives = PositiveIndex(service.pages)

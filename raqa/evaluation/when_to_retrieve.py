@@ -136,8 +136,9 @@ def policy_record(events: Sequence, golds: Sequence[str]) -> dict:
     ended = events[-1]
     hit = next((e.hits[0] for e in events if isinstance(e, Retrieved)), None)
     failed = next((e.message for e in events if isinstance(e, RunFailed)), None)
-    record = {"answer": ended.answer, "with_context": ended.source == "pages", "page": hit.page.title if hit else None,
-              "failed": failed, **_adapt_scores(ended.answer, golds)}  # fmt: skip
+    page = hit.page.title if hit else None
+    record = {"answer": ended.answer, "with_context": ended.source == "pages", "page": page, "failed": failed}
+    record.update(_adapt_scores(ended.answer, golds))
     read = next((e for e in events if isinstance(e, Final)), None)
     if read is not None:
         record["page_has_answer"] = answer_contained(read.passage, golds)
@@ -155,8 +156,8 @@ def evaluate_question(item: QAItem, model, search: Callable) -> dict:
         contexts.update((policy, e.passage) for e in events if isinstance(e, Final))
         if policy == "adapt":
             closed, decision = events[0], events[1]
-            row[policy].update(asked_ret=bool(decision.retrieve), ret_probability=1.0 - decision.confidence,
-                               first_reply=closed.answer)  # fmt: skip
+            ret = {"asked_ret": bool(decision.retrieve), "ret_probability": 1.0 - decision.confidence}
+            row[policy].update(ret, first_reply=closed.answer)
     if row["adapt"]["asked_ret"]:
         # subtle: under the parametric prompt with <RET> forbidden, the trained adapter writes near-spellings
         # ("<RET >", "<RETURN>", measured on all 600 test questions), so its memory is asked closed-book
@@ -187,8 +188,9 @@ def evaluate(items: Iterable[QAItem], model, search: Callable, progress: Callabl
     return resumed(items, rows, lambda item: (group, item.id), make, progress)
 
 
-def popularity_rows(items: Sequence[PopItem], model, search: Callable, seed: int = 0, progress=lambda: None,
-                    rows=None) -> dict:  # fmt: skip
+def popularity_rows(
+    items: Sequence[PopItem], model, search: Callable, seed=0, progress=lambda: None, rows=None
+) -> dict:
     """Tune the popularity threshold on half the PopQA questions (seeded); the other half's rows with the
     popularity policy's answer added (the NR or the AR answer already in the row: no model call)."""
     if len(items) < 4:

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from raqa import __version__
+from raqa.config import RunForm
 from raqa.evaluation.records import provenance
 from raqa.reading.events import to_json
 from raqa.text import slug
@@ -61,7 +62,7 @@ class Choice:
 def record_pipeline(service, question: str, choice: Choice, command: str) -> Recording:
     """Run the pipeline for the question on the service's models, keeping each event with its time."""
     reader, _ = service.reader(choice.reader)  # which reader the pipeline's default run reads with
-    events = pipeline(service, question, choice.policy, choice.threshold, reader=choice.reader)
+    events = pipeline(service, question, choice.policy, choice.threshold, RunForm(reader=choice.reader))
     start = time.perf_counter()
     timed = tuple((round(time.perf_counter() - start, 3), to_json(e)) for e in events)
     model = service.adapt_model()

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import gradio as gr
 
-from raqa.config import SettingsError, clean_question
+from raqa.config import RunForm, SettingsError, clean_question
 from raqa.evaluation.records import load_results
 from raqa.evaluation.when_to_retrieve import MEMORY_QUESTIONS, PAGE_POLICIES, tuned_thresholds
 from raqa.models.base import ModelError
@@ -55,8 +55,8 @@ def run_pipeline(service: Service, question, policy, threshold, reader=None):
     """Stream the pipeline view for the question; a clear message (and no model call) for bad input."""
     try:
         question = clean_question(question)
-        events = pipeline(service, question, policy, float(threshold) if threshold is not None else None,
-                          reader=reader)  # fmt: skip
+        threshold = float(threshold) if threshold is not None else None
+        events = pipeline(service, question, policy, threshold, RunForm(reader=reader))
     except (SettingsError, ModelError, TypeError, ValueError) as e:
         yield message_html(str(e))
         return

@@ -1,6 +1,6 @@
 """When-to-retrieve runs on a loaded service: the page's pipeline and the Adapt-LLM paper's policies.
 
-`pipeline(service, question, policy, threshold, ...)` is what the page, `python -m raqa pipeline` and the
+`pipeline(service, question, policy, threshold, form)` is what the page, `python -m raqa pipeline` and the
 recordings run: the base model's closed-book answer and its signals, the policy's decision, and the iterative
 windows read by the chosen reader with grounded answers only (the run Service.plan decides). `decide(service,
 question, policy)` runs one of the paper's policies on the Adapt-LLM adapters, with the question's popularity
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from raqa.config import RunForm, RunSettings, SettingsError
+from raqa.config import RunForm, SettingsError
 from raqa.models.base import ModelError
 from raqa.retrieval.index import Hit
 from raqa.text import normalize_answer
@@ -25,6 +25,7 @@ NO_ADAPT_MODEL = (
     "The When-to-retrieve view needs the Adapt-LLM, NR-LLM and AR-LLM adapters (assets/adapt, made by "
     "python -m raqa train-adapt) on the embedded model; this service runs without them."
 )
+RUN_FORM = RunForm()  # the page's defaults: forward, its window and K, the default reader
 
 
 def adapt_model(service):
@@ -52,18 +53,17 @@ def decide(service, question: str, policy: str) -> Iterator[PipelineEvent]:
     return policies.decide(question, policy, model, lambda q: top_page(service, q), popularity_of(service, question))
 
 
-def windows(service, question, order="forward", window=RunSettings.window, k=RunSettings.k, reader: str | None = None,
-            grounded: bool = True):  # fmt: skip
-    """The iterative run a retrieving pipeline reads (Service.plan's RunPlan; SettingsError for bad choices): grounded
-    answers only, unless the evaluation asks for the base reader's answers as it gives them."""
-    return service.plan(question, RunForm("iterative", order, window, k, grounded, False, reader))
+def windows(service, question, form: RunForm = RUN_FORM, grounded: bool = True):
+    """The iterative run a retrieving pipeline reads with the form's order, window, K and reader (Service.plan's
+    RunPlan; SettingsError for bad choices): grounded answers only, unless the evaluation asks for the base reader's
+    answers as it gives them."""
+    return service.plan(question, form.replace(strategy="iterative", grounded_only=grounded, rationale=False))
 
 
-def pipeline(service, question, policy: str, threshold: float | None, order="forward", window=RunSettings.window,
-             k=RunSettings.k, reader: str | None = None) -> Iterator[PipelineEvent]:  # fmt: skip
+def pipeline(service, question, policy: str, threshold: float | None, form=RUN_FORM) -> Iterator[PipelineEvent]:
     """The page's pipeline: closed-book answer, decision, the iterative windows read by the reader with grounded
     answers only, then an answer or "I don't know". SettingsError or ModelError before any model call."""
-    plan = windows(service, question, order, window, k, reader)  # validates before any work
+    plan = windows(service, question, form)  # validates before any work
     try:
         decision = by_policy(policy, threshold)
     except ValueError as e:

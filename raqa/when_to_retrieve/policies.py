@@ -18,11 +18,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Literal, Protocol
 
 from raqa.reading.events import Final, Retrieved, RunEvent, RunFailed
 from raqa.retrieval.index import Hit
-from raqa.when_to_retrieve.pipeline import Decide, PipelineEvent, RetrievalDecided, decide_retrieval, pipeline
+from raqa.when_to_retrieve.pipeline import Decide, PipelineEvent, RetrievalDecided, by_policy, pipeline
 from raqa.when_to_retrieve.prompts import (
     RET,
     Messages,
@@ -38,6 +39,7 @@ POLICIES: tuple[Policy, ...] = ("never", "always", "adapt", "popularity")
 # which trained adapter answers for each policy (the popularity baseline borrows NR's and AR's)
 ADAPTERS = ("adapt", "never", "always")
 NO_PAGE = "BM25 found no page sharing a word with the question, so there is no context."
+Search = Callable[[str], Sequence[Hit]]  # a question -> BM25's hits (the paper reads the first)
 
 
 class AdaptModel(Protocol):
@@ -60,8 +62,7 @@ class Popularity:
     threshold: float | None  # retrieve below this; None when no threshold was tuned
 
 
-def read_top_page(question: str, model: AdaptModel, search: Callable[[str], Sequence[Hit]], adapter: str
-                  ) -> Iterator[RunEvent]:  # fmt: skip
+def read_top_page(question: str, model: AdaptModel, search: Search, adapter: str) -> Iterator[RunEvent]:
     """The paper's retrieval as reading events: BM25's top page (Retrieved), the adapter's answer with it as the
     context prompt shows it (a Final of one unchecked window; its passage is that context), or RunFailed."""
     start = time.perf_counter()
@@ -73,10 +74,14 @@ def read_top_page(question: str, model: AdaptModel, search: Callable[[str], Sequ
     context = context_text(hits[0], model.count_tokens)
     messages = context_messages(question, context)
     answer = model.generate(messages, adapter).strip()
-    prompt = model.count_tokens(messages[-1]["content"])
-    yield Final(question, "topk", "forward", answer or None, not answer, "unsupported" if answer else "not_found",
-                None, 1, hits[0].page.id, context, 1, 1, prompt, model.count_tokens(answer), prompt,
-                time.perf_counter() - start)  # fmt: skip
+    prompt, verdict = model.count_tokens(messages[-1]["content"]), "unsupported" if answer else "not_found"
+    # one window of one page, its answer unchecked: what a Top-K run over BM25's top page ends with
+    window = dict(window=1, page_id=hits[0].page.id, passage=context, windows_read=1, pages_read=1)
+    tokens = dict(prompt_tokens=prompt, completion_tokens=model.count_tokens(answer), topk_prompt_tokens=prompt)
+    seconds = time.perf_counter() - start
+    yield Final(
+        question, "topk", "forward", answer or None, not answer, verdict, None, **window, **tokens, seconds=seconds
+    )
 
 
 def ret_token(answer: str, signals) -> RetrievalDecided:
@@ -91,19 +96,20 @@ def by_popularity(popularity: Popularity | None) -> Decide:
     if pop.value is None or pop.threshold is None:
         missing = "no popularity is known for this question" if pop.value is None else "no threshold was tuned"
         reason = f"cannot decide: {missing} (needs PopQA-format data with s_pop)"
-        return lambda answer, signals: RetrievalDecided("popularity", None, "popularity", pop.value, None, reason)
+        undecided = RetrievalDecided("popularity", None, "popularity", pop.value, None, reason)
+        return lambda answer, signals: undecided
     retrieve = pop.value < pop.threshold
     relation = "below" if retrieve else "at or above"
     reason = f"popularity {pop.value:g} is {relation} the threshold {pop.threshold:g}"
-    return lambda answer, signals: RetrievalDecided("popularity", retrieve, "popularity", pop.value, pop.threshold,
-                                                    reason)  # fmt: skip
+    decided = RetrievalDecided("popularity", retrieve, "popularity", pop.value, pop.threshold, reason)
+    return lambda answer, signals: decided
 
 
 def decide(
     question: str,
     policy: Policy,
     model: AdaptModel,
-    search: Callable[[str], Sequence[Hit]],
+    search: Search,
     popularity: Popularity | None = None,
     memory: Callable[[str], tuple[str, dict]] | None = None,
 ) -> Iterator[PipelineEvent]:
@@ -112,13 +118,11 @@ def decide(
     share (eval-adapt asks it once per question)."""
     if policy not in POLICIES:
         raise ValueError(f"Invalid policy: {policy!r}. Choose from: {', '.join(POLICIES)}.")
+    read = partial(read_top_page, model=model, search=search, adapter="adapt" if policy == "adapt" else "always")
     if policy == "adapt":
-        return pipeline(question, ret_token, lambda q: parametric(model, q),
-                        lambda q: read_top_page(q, model, search, "adapt"))  # fmt: skip
-    decision = by_popularity(popularity) if policy == "popularity" else (
-        lambda answer, signals: decide_retrieval(policy, signals, None))  # fmt: skip
-    memory = memory or (lambda q: nr_answer(model, q))
-    return pipeline(question, decision, memory, lambda q: read_top_page(q, model, search, "always"))
+        return pipeline(question, ret_token, partial(parametric, model), read)
+    decision = by_popularity(popularity) if policy == "popularity" else by_policy(policy, None)
+    return pipeline(question, decision, memory or partial(nr_answer, model), read)
 
 
 def nr_answer(model: AdaptModel, question: str) -> tuple[str, dict[str, float]]:
