@@ -42,6 +42,7 @@ REPLAYED = dict(preprocess=False, concurrency_limit=None, **PRIVATE)
 # message from validate_settings instead of a component's generic error. trigger_mode="multiple": a Run clicked
 # right after Stop, while the cancel is still settling, queues a new run; in the default mode that click is lost.
 LIVE = dict(concurrency_id="model", preprocess=False, trigger_mode="multiple")
+Replay = Callable[[object, RunForm], Iterator[tuple]]  # a question and a form -> the outputs of its recorded run
 
 
 @dataclass(frozen=True)
@@ -134,7 +135,7 @@ def _runs(service: Service, tab: AskTab, gate: VisitorGate | None) -> list:
     return [run, tab.form[0].submit(live, inputs, tab.outputs, **LIVE, **PRIVATE)]
 
 
-def _lessons(tab: AskTab, steps: list[Step], replay_form: Callable) -> gr.events.Dependency:
+def _lessons(tab: AskTab, steps: list[Step], replay_form: Replay) -> gr.events.Dependency:
     """A lesson step loads its question and settings into the form and replays its recorded run."""
 
     def lesson_here(title: str):
@@ -150,7 +151,9 @@ def _lessons(tab: AskTab, steps: list[Step], replay_form: Callable) -> gr.events
     return tab.lesson.input(lesson_here, [tab.lesson], outputs, **REPLAYED)
 
 
-def _links(demo, service: Service, tab: AskTab, defaults: RunSettings, recordings: list, replay_form) -> None:
+def _links(
+    demo: gr.Blocks, service: Service, tab: AskTab, defaults: RunSettings, recordings: list, replay_form: Replay
+) -> None:
     """A shared link (links.py) fills the form when the page opens, and opens into its replay when one is recorded."""
 
     def from_link(request: gr.Request):

@@ -21,8 +21,6 @@ NOTHING = "nothing"
 CHOOSE = "settings of my choice"
 COMPARISONS = (NOTHING, "the other window order", "another window size", "another reader", CHOOSE)
 JUDGE_READER, BASE_READER_NAME = "base+judge", "base"
-
-
 # what "settings of my choice" takes from Run B's own controls; the rest of B's form is A's
 CHOSEN = ("order", "window", "grounded_only", "reader")
 
