@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import raqa.loading as loading
 import raqa.retrieval.pagestore as pagestore
 from raqa.config import AppConfig
 from raqa.models.scripted import ScriptedBackend
@@ -100,9 +101,7 @@ def test_a_store_is_indexed_by_streaming_and_cached(tiny_pages, tiny_index, broa
 
 
 def test_the_service_opens_a_large_file_as_a_store(tiny_pages, tmp_path, monkeypatch) -> None:
-    import raqa.service as service_module
-
-    monkeypatch.setattr(service_module, "PAGESTORE_ABOVE_BYTES", 10)
+    monkeypatch.setattr(loading, "PAGESTORE_ABOVE_BYTES", 10)
     path = _write_jsonl(tmp_path / "pages.jsonl", tiny_pages)
     config = AppConfig(corpus=str(path), cache_dir=tmp_path / "cache")
     service = Service.load(config, progress=lambda m: None, backend=ScriptedBackend(["NOT FOUND"] * 10))

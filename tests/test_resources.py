@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from raqa.config import AppConfig
+from raqa.config import AppConfig, RunForm
 from raqa.models.scripted import ScriptedBackend
 from raqa.ops.reliability import rss_mib, soak
 from raqa.retrieval.atomic import STALE_AFTER_S, replace_folder, sweep
@@ -124,7 +124,7 @@ def test_memory_stays_flat_over_200_runs(tiny_pages, tiny_index, tmp_path, capsy
     backend = ScriptedBackend(lambda messages: "ANSWER: Mount Everest\nPAGE: p2\nSENTENCE: 1")
     service = Service(AppConfig(cache_dir=tmp_path), tiny_pages, tiny_index, backend, "tiny", {})
     questions = ["Who first reached the summit of Everest?", "Where does the Danube end?", "Who painted the Mona Lisa?"]
-    form = ("iterative", "forward", 8, 8, False, False, None)  # one window a run: the test is about memory, not time
+    form = RunForm(window=8, k=8)  # one window a run: the test is about memory, not time
     result = soak(service, questions, 200, form, progress=lambda done, total: backend.requests.clear())
     assert result["runs"] == 200 and len(result["rss_mib"]) == 200
     # Python's allocator grows in steps; a leak of even 10 KB a run would add 2 MB

@@ -27,6 +27,7 @@ from raqa.evaluation.questions import QAItem
 from raqa.evaluation.when_to_retrieve import READERS, evaluate, question_row
 from raqa.loading import Lazy
 from raqa.models.endpoint import EndpointBackend, EndpointConfig
+from raqa.models.endpoints_file import READER_PREFIX
 from raqa.models.local import embedded_model_path
 from raqa.ops.llama_server import llama_cpp_server
 from raqa.reading.readers import Reader
@@ -61,7 +62,10 @@ def few_pages() -> tuple[list, BM25Index]:
 def served(server, few_pages, tmp_path: Path) -> Service:
     """A four-page corpus, no local model, and the server registered as a reader, as RAQA_ENDPOINTS registers it."""
     service = Service(AppConfig(cache_dir=tmp_path), *few_pages, None, "tiny", {})
-    service.readers = {"base": Reader("base", "Base model", None), "endpoint:" + NAME: Reader("endpoint:" + NAME, NAME, None)}  # fmt: skip
+    service.readers = {
+        "base": Reader("base", "Base model", None),
+        "endpoint:" + NAME: Reader("endpoint:" + NAME, NAME, None),
+    }
     service.backends["endpoint:" + NAME] = Lazy(value=server)
     return registry.served_by(service, NAME)
 
@@ -110,14 +114,21 @@ def test_eval_pipeline_reads_its_windows_through_the_server(served) -> None:
 def test_eval_badges_reads_the_models_replies_from_the_server(server, tiny_index, tiny_pages, tmp_path) -> None:
     base = RunSettings(window=1, k=4, reader_mode="model_judge", grounded_only=True)
     with calls_at_once(2):
-        rows = run_rows([("nq", MONA_LISA), ("nq", ZZYZX)], tiny_index, server, CountingJudge(), base,
-                        PositiveIndex(tiny_pages), tmp_path / "rows.jsonl")  # fmt: skip
+        rows = run_rows(
+            [("nq", MONA_LISA), ("nq", ZZYZX)],
+            tiny_index,
+            server,
+            CountingJudge(),
+            base,
+            PositiveIndex(tiny_pages),
+            tmp_path / "rows.jsonl",
+        )
     assert [r["id"] for r in rows] == ["mona", "zzyzx"] and all(r["model_calls"] >= 1 for r in rows)
     assert score(rows)["nq"]["per_question"]["after"]["questions"] == 2
 
 
 def test_the_live_benchmark_reads_two_questions_at_once_through_the_server(served) -> None:
-    form = ("iterative", "forward", 3, 8, False, False, "endpoint:" + NAME)
+    form = RunForm(window=3, k=8, reader=READER_PREFIX + NAME)
     rows = list(run_benchmark(served, [MONA_LISA, ZZYZX], form))
     assert [r.question for r in rows] == [MONA_LISA.question, ZZYZX.question]
     assert all(r.windows_read >= 1 and r.tokens > 0 for r in rows)
