@@ -120,9 +120,11 @@ class Service:
         settings = chosen.settings(settings)
         if judge is not None:  # with a support model: gate and judge at Weak support, Answered from its threshold
             support = judge.support
-            settings = settings.replace(judge_threshold=support.weak if support else judge.threshold,
-                                        gate_threshold=judge.gate(settings.window),
-                                        answered_threshold=support.answered if support else None)  # fmt: skip
+            settings = settings.replace(
+                judge_threshold=support.weak if support else judge.threshold,
+                gate_threshold=judge.gate(settings.window),
+                answered_threshold=support.answered if support else None,
+            )
         return chosen, backend, settings, judge
 
     def events(self, plan: RunPlan) -> Iterator[RunEvent]:
@@ -149,4 +151,3 @@ class Service:
         """Load corpus, index and the base model (or use the given backend); raises CorpusError or ModelError.
         Trained readers, model servers, the judge and the When-to-retrieve adapters are registered, not loaded."""
         return load_service(cls, config, progress, backend, load_model)
-

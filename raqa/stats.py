@@ -110,8 +110,13 @@ def auc_interval(negative: Sequence[float], positive: Sequence[float], resamples
     }
 
 
-def youden(negative: Sequence[float], positive: Sequence[float], candidates: Iterable[Cut],
-           flagged: Callable[[float, Cut], bool], default: Cut) -> Cut:  # fmt: skip
+def youden(
+    negative: Sequence[float],
+    positive: Sequence[float],
+    candidates: Iterable[Cut],
+    flagged: Callable[[float, Cut], bool],
+    default: Cut,
+) -> Cut:
     """The candidate cut with the highest share of positives flagged minus share of negatives flagged (Youden's J);
     ties go to the earliest candidate; default when there is no candidate.
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from adapt_fakes import FakeAdaptModel, knows_paris
 
+from raqa.evaluation.policy_scores import summarise_policies as summarise
 from raqa.evaluation.questions import QAItem
 from raqa.evaluation.when_to_retrieve import evaluate, evaluate_question, popularity_rows
-from raqa.evaluation.when_to_retrieve_scores import summarise_policies as summarise
 from raqa.when_to_retrieve.prompts import RET
 
 PARIS = QAItem("q1", "What is the capital of France?", ("Paris",))

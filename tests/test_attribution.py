@@ -62,8 +62,10 @@ def test_leaving_a_sentence_out_keeps_the_other_numbers_and_the_same_cut(tiny_pa
     assert cut and whole.count("\n") == 2  # the budget shows two sentences
     without, _ = page_block(hit, 30, words, leave_out=1)
     assert "[1]" not in without and "[2] It hangs in the Louvre" in without and "[3]" not in without
-    assert shown_sentences(hit, 30, words) == ["The Mona Lisa is a portrait painted by Leonardo da Vinci.",
-                                               "It hangs in the Louvre museum in Paris."]  # fmt: skip
+    assert shown_sentences(hit, 30, words) == [
+        "The Mona Lisa is a portrait painted by Leonardo da Vinci.",
+        "It hangs in the Louvre museum in Paris.",
+    ]
     messages = build_messages("Where is it?", [hit], 30, words, (), leave_out=("other", 1))
     assert "[1] The Mona Lisa" in messages[-1]["content"]  # another page's sentence: nothing left out here
     assert build_messages("Where is it?", [], 25, words, ())[-1]["content"] == "Question: Where is it?"
@@ -135,8 +137,11 @@ def test_the_attribution_event_comes_back_from_its_json(tiny_pages) -> None:
     backend = scorer_from(lambda text: 0.8 if "Louvre" in text else 0.01)
     a = attribute("Where?", answered(tiny_pages, "ANSWER: the Louvre\nPAGE: p3\nSENTENCE: 2"), backend, SETTINGS)
     data = to_json(a)
-    assert data["type"] == "attribution" and data["sentences"][1] == {"page_id": "p3", "sentence": 2,
-                                                                      "logprob": pytest.approx(math.log(0.01))}  # fmt: skip
+    assert data["type"] == "attribution" and data["sentences"][1] == {
+        "page_id": "p3",
+        "sentence": 2,
+        "logprob": pytest.approx(math.log(0.01)),
+    }
     assert from_json(data, lambda page_id: None) == a
 
 

@@ -15,7 +15,7 @@ from raqa.evaluation.positives import PositiveIndex
 from raqa.evaluation.questions import QAItem
 from raqa.models.scripted import ScriptedBackend
 from raqa.reading.events import Attribution, SentenceEffect
-from raqa.web.figures_experiments import attribution_figure
+from raqa.web.figures_judge import attribution_figure
 
 ROOT = Path(__file__).resolve().parent.parent
 RECORD = ROOT / "assets" / "results" / "attribution-triviaqa.json"

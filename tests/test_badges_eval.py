@@ -33,8 +33,12 @@ class CountingJudge:
     def read(self, question, pages):
         self.calls += 1
         pages = [getattr(p, "page", p) for p in pages]
-        return [JudgeReading(0.6, "Leonardo da Vinci", "Leonardo da Vinci painted it.") if p.id == "p3"
-                else JudgeReading(0.05, None, None) for p in pages]  # fmt: skip
+        return [
+            JudgeReading(0.6, "Leonardo da Vinci", "Leonardo da Vinci painted it.")
+            if p.id == "p3"
+            else JudgeReading(0.05, None, None)
+            for p in pages
+        ]
 
 
 def test_shared_replies_stream_each_prompt_once(scripted):
@@ -86,8 +90,14 @@ def row(verdict: str, right: bool, anywhere: bool = True) -> dict:
 
 
 def test_score_counts_green_amber_and_answers_on_unanswerable_questions():
-    rows = [row("answered", True), row("answered", False), row("weak", False), row("not_found", False),
-            row("weak", False, anywhere=False), row("not_found", False, anywhere=False)]  # fmt: skip
+    rows = [
+        row("answered", True),
+        row("answered", False),
+        row("weak", False),
+        row("not_found", False),
+        row("weak", False, anywhere=False),
+        row("not_found", False, anywhere=False),
+    ]
     figures = score_rule(rows, "after")
     assert figures["answered_precision"]["value"] == 0.5 and figures["answered_precision"]["n"] == 2
     assert figures["weak_precision"]["n"] == 2 and figures["ended_with_answer"]["value"] == pytest.approx(4 / 6)

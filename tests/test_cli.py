@@ -14,8 +14,8 @@ import pytest
 
 from raqa.cli import main
 from raqa.config import AppConfig, RunSettings
-from raqa.models.base import ModelError
 from raqa.loading import Lazy
+from raqa.models.base import ModelError
 from raqa.models.scripted import ScriptedBackend
 from raqa.reading.readers import BASE_READER, Reader
 from raqa.retrieval.corpus import Page
@@ -299,7 +299,7 @@ def two_readers(monkeypatch: pytest.MonkeyPatch, tiny_pages: list[Page], tiny_in
         "tiny",
         {},
         readers={BASE_READER.name: BASE_READER, TUNED.name: TUNED},
-        loaded={TUNED.name: tuned},
+        backends={TUNED.name: Lazy(value=tuned)},
     )
     monkeypatch.setattr(Service, "load", classmethod(lambda cls, config, **kwargs: service))
     return service

@@ -17,8 +17,15 @@ from raqa.service import Service
 @pytest.fixture
 def fake_service(monkeypatch, tiny_pages, tiny_index):
     def load(cls, config: AppConfig, **kwargs) -> Service:
-        return Service(config, tiny_pages, tiny_index, ScriptedBackend(["NOT FOUND"] * 20), "tiny", {},
-                       adapt=Lazy(value=FakeAdaptModel(knows_paris)))  # fmt: skip
+        return Service(
+            config,
+            tiny_pages,
+            tiny_index,
+            ScriptedBackend(["NOT FOUND"] * 20),
+            "tiny",
+            {},
+            adapt=Lazy(value=FakeAdaptModel(knows_paris)),
+        )
 
     monkeypatch.setattr(Service, "load", classmethod(load))
 

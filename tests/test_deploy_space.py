@@ -52,8 +52,14 @@ APP = {
 def test_the_space_gets_the_tracked_files_a_space_runs_each_stored_as_the_hub_wants(tmp_path):
     root = git_repo(tmp_path, APP, untracked={"notes.txt": b"not tracked", ".venv/bin/python": b"\x7fELF"})
     files = {f.path: f for f in space_files(root)}
-    assert sorted(files) == ["README.md", "app.py", "assets/big.jsonl", "assets/model.safetensors",
-                             "assets/picture.png", "raqa/__init__.py"]  # fmt: skip
+    assert sorted(files) == [
+        "README.md",
+        "app.py",
+        "assets/big.jsonl",
+        "assets/model.safetensors",
+        "assets/picture.png",
+        "raqa/__init__.py",
+    ]
     assert {p: f.storage for p, f in files.items()} == {
         "README.md": "regular",  # UTF-8 text
         "app.py": "regular",
@@ -118,8 +124,22 @@ def test_a_space_id_is_owner_slash_name(repo_id):
     assert check_repo_id(repo_id) == repo_id
 
 
-@pytest.mark.parametrize("repo_id", ["raqa", "me/", "/raqa", "me/raqa/x", "me/ra qa", "me/-raqa", "me/raqa.git",
-                                     "me/ra..qa", "me/ra--qa", "me/" + "x" * 97, ""])  # fmt: skip
+@pytest.mark.parametrize(
+    "repo_id",
+    [
+        "raqa",
+        "me/",
+        "/raqa",
+        "me/raqa/x",
+        "me/ra qa",
+        "me/-raqa",
+        "me/raqa.git",
+        "me/ra..qa",
+        "me/ra--qa",
+        "me/" + "x" * 97,
+        "",
+    ],
+)
 def test_a_bad_space_id_is_refused_with_what_is_allowed(repo_id):
     with pytest.raises(DeployError, match="Invalid Space id"):
         check_repo_id(repo_id)
@@ -154,6 +174,7 @@ def test_the_dry_run_lists_this_checkout_as_a_tree_the_hub_accepts(capsys):
 
 
 def test_the_command_runs_as_a_module():
-    done = subprocess.run([sys.executable, "-m", "raqa", "deploy-space", "x", "--dry-run"], cwd=ROOT,
-                          capture_output=True, text=True)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "raqa", "deploy-space", "x", "--dry-run"], cwd=ROOT, capture_output=True, text=True
+    )
     assert done.returncode == 2 and "Invalid Space id" in done.stderr

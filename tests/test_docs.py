@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from raqa.ops.docs_tables import TABLES
-from raqa.ops.render_docs import BLOCK, render
+from raqa.ops.render_docs import BLOCK, TABLES, render
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = sorted((ROOT / "docs").glob("*.md"))

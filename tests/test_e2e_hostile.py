@@ -21,8 +21,15 @@ from raqa.service import Service
 pytestmark = pytest.mark.e2e
 playwright_api = pytest.importorskip("playwright.sync_api")
 ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run", "--disable-quic"]  # fmt: skip
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
 
 # Every payload tries to set window.__pwned (or open a dialog) if it is ever parsed as markup.
 PAYLOADS = {

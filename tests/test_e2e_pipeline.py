@@ -38,8 +38,15 @@ def server(tmp_path_factory, backend):  # noqa: F811
     record = {**summarise([dict(r, split="dev") for r in rows], rows), "examples": EXAMPLES}
     write("pipeline", "nq", record, {"command": "python -m raqa eval-pipeline (synthetic rows)"}, results)
     pages = _fruit_pages()
-    service = Service(AppConfig(cache_dir=tmp_path_factory.mktemp("cache")), pages, BM25Index.build(pages), backend,
-                      "test corpus", {}, adapt=Lazy(value=FakeAdaptModel(knows_paris)))  # fmt: skip
+    service = Service(
+        AppConfig(cache_dir=tmp_path_factory.mktemp("cache")),
+        pages,
+        BM25Index.build(pages),
+        backend,
+        "test corpus",
+        {},
+        adapt=Lazy(value=FakeAdaptModel(knows_paris)),
+    )
     recordings = tmp_path_factory.mktemp("recordings")
     threshold = tuned_thresholds(json.loads(next(results.glob("pipeline-*.json")).read_text()))["adapt"]
     # the tab's first example, recorded with the tab's default choices (the fake knows Paris from memory)
@@ -47,8 +54,12 @@ def server(tmp_path_factory, backend):  # noqa: F811
     write_pipeline_recording(made, recordings / "pipeline")
     demo = build_demo(service, recordings_dir=recordings, results_dir=results)
     port = _free_port()
-    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True,
-                css=(ROOT / "assets" / "style.css").read_text())  # fmt: skip
+    demo.launch(
+        server_name="127.0.0.1",
+        server_port=port,
+        prevent_thread_lock=True,
+        css=(ROOT / "assets" / "style.css").read_text(),
+    )
     yield f"http://127.0.0.1:{port}"
     demo.close()
 
@@ -71,15 +82,20 @@ def _set_slider(page, elem_id: str, value: float) -> None:
 
 def _decisions(page) -> dict[str, str]:
     rows = page.locator("#raqa-ret-examples tr[data-retrieve]")
-    return {rows.nth(i).locator("td").first.inner_text(): rows.nth(i).get_attribute("data-retrieve")
-            for i in range(rows.count())}  # fmt: skip
+    return {
+        rows.nth(i).locator("td").first.inner_text(): rows.nth(i).get_attribute("data-retrieve")
+        for i in range(rows.count())
+    }
 
 
 def test_the_ret_threshold_slider_switches_questions_between_retrieving_and_answering(tab):
     _set_slider(tab, "raqa-ret-threshold", 0.5)
     tab.wait_for_selector('#raqa-ret-examples .raqa-ret-examples[data-retrieving="2"]', timeout=20000)
-    assert _decisions(tab) == {"What is the capital of France?": "false", "Who kept goal for <b>Lorient</b>?": "true",
-                               "Who painted the Mona Lisa?": "true"}  # fmt: skip
+    assert _decisions(tab) == {
+        "What is the capital of France?": "false",
+        "Who kept goal for <b>Lorient</b>?": "true",
+        "Who painted the Mona Lisa?": "true",
+    }
     _set_slider(tab, "raqa-ret-threshold", 0.8)
     tab.wait_for_selector('#raqa-ret-examples .raqa-ret-examples[data-retrieving="1"]', timeout=10000)
     assert _decisions(tab)["Who kept goal for <b>Lorient</b>?"] == "false"  # switched to answering from memory
@@ -111,8 +127,9 @@ def test_a_click_on_an_example_replays_its_recording_without_the_model(tab):
     assert end.get_attribute("data-source") == "memory" and "Paris" in end.inner_text()
     # an example with no recording for these choices says so and changes nothing else
     tab.locator("#raqa-pipe-examples").get_by_role("button", name="Who painted the Mona Lisa?").click()
-    tab.wait_for_function("() => document.querySelector('#raqa-pipe-out')?.innerText.includes('No recorded run')",
-                          timeout=20000)  # fmt: skip
+    tab.wait_for_function(
+        "() => document.querySelector('#raqa-pipe-out')?.innerText.includes('No recorded run')", timeout=20000
+    )
     assert tab.locator("#raqa-pipe-question textarea").input_value() == "Who painted the Mona Lisa?"
 
 
@@ -129,7 +146,8 @@ def test_the_pipeline_retrieves_reads_windows_and_admits_ignorance(tab):
 
 def test_the_committed_evaluation_draws_its_figures_under_the_accordion(tab):
     tab.locator("#raqa-w2r-evaluation").get_by_text("The evaluations").first.click()
-    tab.wait_for_function("() => document.querySelectorAll('.raqa-w2r-figure .js-plotly-plot').length >= 3",
-                          timeout=30000)  # fmt: skip
+    tab.wait_for_function(
+        "() => document.querySelectorAll('.raqa-w2r-figure .js-plotly-plot').length >= 3", timeout=30000
+    )
     assert "eval-pipeline" in tab.locator(".raqa-w2r-caption").first.inner_text()
     assert "nq test, n=40" in tab.locator(".raqa-pipe-summary summary").first.inner_text()

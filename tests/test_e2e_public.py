@@ -42,13 +42,24 @@ def server(tmp_path_factory):
     from raqa.web.app import build_demo
 
     pages = [Page(f"a{n}", f"Apple note {n}", " ".join(["apple question orchard."] * n)) for n in range(1, 9)]
-    service = Service(AppConfig(cache_dir=tmp_path_factory.mktemp("cache"), public=LIMITS), pages,
-                      BM25Index.build(pages), SharingBackend(_script), "apple corpus", {})  # fmt: skip
+    service = Service(
+        AppConfig(cache_dir=tmp_path_factory.mktemp("cache"), public=LIMITS),
+        pages,
+        BM25Index.build(pages),
+        SharingBackend(_script),
+        "apple corpus",
+        {},
+    )
     assert service.concurrent_runs > 1
     port = _free_port()
     demo = build_demo(service)
-    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True,
-                css=(ROOT / "assets" / "style.css").read_text())  # fmt: skip
+    demo.launch(
+        server_name="127.0.0.1",
+        server_port=port,
+        prevent_thread_lock=True,
+        quiet=True,
+        css=(ROOT / "assets" / "style.css").read_text(),
+    )
     yield f"http://127.0.0.1:{port}/"
     demo.close()
 
@@ -70,8 +81,9 @@ def visitor(browser, server):
     contexts = []
 
     def open_tab(address: str):
-        context = browser.new_context(viewport={"width": 1300, "height": 1400},
-                                      extra_http_headers={"X-Forwarded-For": address})  # fmt: skip
+        context = browser.new_context(
+            viewport={"width": 1300, "height": 1400}, extra_http_headers={"X-Forwarded-For": address}
+        )
         contexts.append(context)
         tab = context.new_page()
         tab.goto(server, wait_until="networkidle")

@@ -32,13 +32,25 @@ def test_a_shared_link_restores_the_question_and_settings(page, server):  # noqa
     page.wait_for_function("() => document.querySelector('#raqa-link textarea')?.value.includes('zebras')")
     link = page.locator("#raqa-link textarea").input_value()
     params = {k: v[0] for k, v in parse_qs(urlsplit(link).query).items()}
-    assert params | {} == {"q": "Where do zebras live?", "strategy": "iterative", "order": "backward", "w": "3",
-                           "k": "7", "grounded": "1", "rationale": "0"} | ({"reader": params["reader"]} if "reader" in params else {})  # fmt: skip
+    assert params | {} == {
+        "q": "Where do zebras live?",
+        "strategy": "iterative",
+        "order": "backward",
+        "w": "3",
+        "k": "7",
+        "grounded": "1",
+        "rationale": "0",
+    } | ({"reader": params["reader"]} if "reader" in params else {})
     other = page.context.new_page()
     other.goto(link, wait_until="networkidle")
     other.wait_for_function("() => document.querySelector('#raqa-question textarea')?.value.includes('zebras')")
-    assert _form(other) == {"question": "Where do zebras live?", "order": "backward", "w": "3", "k": "7",
-                            "grounded": True}  # fmt: skip
+    assert _form(other) == {
+        "question": "Where do zebras live?",
+        "order": "backward",
+        "w": "3",
+        "k": "7",
+        "grounded": True,
+    }
 
 
 def test_a_link_with_bad_settings_says_so_and_keeps_the_defaults(page, server):  # noqa: F811

@@ -309,10 +309,21 @@ def test_sse_data_joins_multi_line_data_and_skips_the_rest():
 
 
 def test_choice_probabilities_sum_prefix_tokens_and_skip_ambiguous_ones():
-    logprobs = {"content": [{"token": " ", "top_logprobs": []}, {"token": "ANS", "top_logprobs": [
-        {"token": "ANS", "logprob": -1.0}, {"token": " ANSWER", "logprob": -1.0}, {"token": "N", "logprob": -1.0},
-        {"token": "", "logprob": 0.0}, {"token": "Hello", "logprob": -0.1},
-    ]}]}  # fmt: skip
+    logprobs = {
+        "content": [
+            {"token": " ", "top_logprobs": []},
+            {
+                "token": "ANS",
+                "top_logprobs": [
+                    {"token": "ANS", "logprob": -1.0},
+                    {"token": " ANSWER", "logprob": -1.0},
+                    {"token": "N", "logprob": -1.0},
+                    {"token": "", "logprob": 0.0},
+                    {"token": "Hello", "logprob": -0.1},
+                ],
+            },
+        ]
+    }
     probabilities = choice_probabilities(logprobs, [ANSWER_WORD, NOT_FOUND_WORD])
     assert probabilities == pytest.approx({ANSWER_WORD: 2 / 3, NOT_FOUND_WORD: 1 / 3})
     assert choice_probabilities({"content": [{"token": "Hi", "top_logprobs": []}]}, [ANSWER_WORD]) is None

@@ -113,8 +113,11 @@ def test_an_experiment_reads_through_the_named_server_n_calls_at_once(served, tm
         f"python -m raqa experiment unanswerable --dataset nq --limit 4 --seed 0 --endpoint Srv --concurrency 3 "
         f"--out {tmp_path}"
     )
-    assert (record["model"], record["weights"], record["server"]) == ("Srv model", None, {"endpoint": "Srv",
-                                                                                          "concurrency": 3})  # fmt: skip
+    assert (record["model"], record["weights"], record["server"]) == (
+        "Srv model",
+        None,
+        {"endpoint": "Srv", "concurrency": 3},
+    )
     runs = record["results"]["runs"]
     assert record["results"]["questions"] == 4 and runs["default"]["ended_with_an_answer"]["value"] == 0.0
     assert served.most == 3  # three runs in flight, never more
@@ -165,10 +168,24 @@ def test_scores_a_server_cannot_measure_are_missing_not_filled_in(tiny_index) ->
 def test_agreement_says_which_server_values_lie_in_the_local_intervals() -> None:
     from raqa.ops.server_experiment import agreement
 
-    local = {"rows": [{"shots": 0, "false_answer_rate_on_negative": {"value": 0.5, "low": 0.3, "high": 0.7},
-                       "mean_p_answer_negative": {"value": 0.9, "low": 0.85, "high": 0.95}}]}  # fmt: skip
-    served = {"rows": [{"shots": 0, "false_answer_rate_on_negative": {"value": 0.65, "low": 0.4, "high": 0.8},
-                        "mean_p_answer_negative": None}]}  # fmt: skip
+    local = {
+        "rows": [
+            {
+                "shots": 0,
+                "false_answer_rate_on_negative": {"value": 0.5, "low": 0.3, "high": 0.7},
+                "mean_p_answer_negative": {"value": 0.9, "low": 0.85, "high": 0.95},
+            }
+        ]
+    }
+    served = {
+        "rows": [
+            {
+                "shots": 0,
+                "false_answer_rate_on_negative": {"value": 0.65, "low": 0.4, "high": 0.8},
+                "mean_p_answer_negative": None,
+            }
+        ]
+    }
     result = agreement(local, served)
     assert (result["within"], result["compared"]) == (1, 1)  # the missing P(answer) is not compared
     assert result["rows"]["0"]["false_answer_rate_on_negative"]["within"] is True

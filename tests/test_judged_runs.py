@@ -85,8 +85,9 @@ def test_the_badge_is_answered_only_when_the_judge_reads_the_same_answer_on_the_
     assert first.verdict == "unsupported"
     assert "says 'Leonardo da Vinci', not 'Salai'" in first.grounding.note  # what the page does say
     assert first.grounding.passage and "Mona Lisa" in first.grounding.passage
-    unsure = list(run(QUESTION, tiny_index, scripted(reply_citing_p3("Leonardo da Vinci")), settings,
-                      ScriptedJudge(p_on_p3=0.3)))  # fmt: skip
+    unsure = list(
+        run(QUESTION, tiny_index, scripted(reply_citing_p3("Leonardo da Vinci")), settings, ScriptedJudge(p_on_p3=0.3))
+    )
     assert verdicts(unsure)[0].verdict == "unsupported" and "finds no answer" in verdicts(unsure)[0].grounding.note
 
 

@@ -30,8 +30,15 @@ def _reader(messages) -> str:
 
 @pytest.fixture
 def service(tmp_path, tiny_pages, tiny_index):
-    return Service(AppConfig(cache_dir=tmp_path), tiny_pages, tiny_index, ScriptedBackend(_reader), "tiny", {},
-                   adapt=Lazy(value=FakeAdaptModel(knows_paris)))  # fmt: skip
+    return Service(
+        AppConfig(cache_dir=tmp_path),
+        tiny_pages,
+        tiny_index,
+        ScriptedBackend(_reader),
+        "tiny",
+        {},
+        adapt=Lazy(value=FakeAdaptModel(knows_paris)),
+    )
 
 
 def _types(events) -> list[str]:
@@ -69,9 +76,15 @@ def test_no_answering_window_ends_in_i_dont_know_not_the_memory_answer(service):
 
 @pytest.mark.parametrize(
     ("policy", "threshold", "retrieves"),
-    [("p_true", 0.5, False), ("p_true", 0.9, True), ("token_probability", 0.5, False), ("never", None, False),
-     ("mean_entropy", -1.0, False), ("mean_entropy", 0.0, True)],
-)  # fmt: skip
+    [
+        ("p_true", 0.5, False),
+        ("p_true", 0.9, True),
+        ("token_probability", 0.5, False),
+        ("never", None, False),
+        ("mean_entropy", -1.0, False),
+        ("mean_entropy", 0.0, True),
+    ],
+)
 def test_uncertainty_policies_threshold_the_closed_book_answer(service, policy, threshold, retrieves):
     events = list(pipeline(service, "What is the capital of France?", policy, threshold))
     decision = next(e for e in events if isinstance(e, RetrievalDecided))
@@ -80,9 +93,14 @@ def test_uncertainty_policies_threshold_the_closed_book_answer(service, policy, 
 
 @pytest.mark.parametrize(
     ("policy", "threshold", "message"),
-    [("magic", 0.5, "Invalid policy"), ("adapt", None, "needs a number"), ("p_true", 1.5, "from 0 to 1"),
-     ("adapt", float("nan"), "needs a number"), ("adapt", True, "needs a number")],
-)  # fmt: skip
+    [
+        ("magic", 0.5, "Invalid policy"),
+        ("adapt", None, "needs a number"),
+        ("p_true", 1.5, "from 0 to 1"),
+        ("adapt", float("nan"), "needs a number"),
+        ("adapt", True, "needs a number"),
+    ],
+)
 def test_a_bad_policy_or_threshold_is_refused_before_any_model_call(service, policy, threshold, message):
     with pytest.raises(SettingsError, match=message):
         pipeline(service, "What is the capital of France?", policy, threshold)
@@ -106,6 +124,12 @@ def test_signals_read_the_same_way_higher_is_surer():
 def test_closed_book_answered_carries_every_signal(service):
     closed = next(iter(pipeline(service, "What is the capital of France?", "never", None)))
     assert isinstance(closed, ClosedBookAnswered)
-    assert set(dict(closed.signals)) == {"sequence_probability", "token_probability", "mean_entropy",
-                                         "max_entropy", "p_true", "not_ret"}  # fmt: skip
+    assert set(dict(closed.signals)) == {
+        "sequence_probability",
+        "token_probability",
+        "mean_entropy",
+        "max_entropy",
+        "p_true",
+        "not_ret",
+    }
     assert dict(closed.signals)["p_true"] == pytest.approx(0.8)

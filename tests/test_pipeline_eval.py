@@ -73,11 +73,13 @@ def _row(i: int, confident: float, knows: bool, reader_right: bool | None, answe
     """A synthetic row: every signal equal to `confident`; reader_right None = the reader says I don't know."""
     ending = {"answer": None if reader_right is None else "x", "correct": bool(reader_right), "exact": False}
     return {
-        "id": str(i), "dataset": "nq", "split": "test", "answerable": answerable,
-        "closed_book": {"answer": "y", "correct": knows, "exact": knows,
-                        "signals": {s: confident for s in SIGNALS}},
+        "id": str(i),
+        "dataset": "nq",
+        "split": "test",
+        "answerable": answerable,
+        "closed_book": {"answer": "y", "correct": knows, "exact": knows, "signals": {s: confident for s in SIGNALS}},
         "readers": {"base": {**ending, "answer": "x", "correct": bool(reader_right)}, "base+judge": ending},
-    }  # fmt: skip
+    }
 
 
 def _rows() -> list[dict]:
@@ -101,8 +103,12 @@ def test_a_signal_that_separates_gets_auc_1_and_a_threshold_between_the_groups()
 def test_the_pipeline_answers_known_from_memory_and_abstains_where_no_window_answers():
     rows = _rows()
     known, unknown = rows[0], rows[25]
-    assert outcome(known, "p_true", 0.5, "base+judge") == {"answered": True, "correct": True, "exact": True,
-                                                             "retrieved": False}  # fmt: skip
+    assert outcome(known, "p_true", 0.5, "base+judge") == {
+        "answered": True,
+        "correct": True,
+        "exact": True,
+        "retrieved": False,
+    }
     assert outcome(unknown, "p_true", 0.5, "base+judge")["answered"] is False
     assert outcome(unknown, "adapt", 0.5, "base+judge")["retrieved"] is True  # P(<RET>) = 1 - 0.2
     assert outcome(unknown, "closed_book:p_true", 0.5, None)["answered"] is False

@@ -66,8 +66,9 @@ def test_a_recording_is_found_only_for_its_question_and_choices(service, choice,
 def test_the_replay_streams_the_recorded_steps_marked_as_recorded(service):  # noqa: F811
     recording = record_pipeline(service, EVEREST, Choice("adapt", 0.5), "python -m raqa record-pipeline (test)")
     pauses: list[float] = []
-    frames = list(replay_pipeline(service, [recording], page_lookup(service), EVEREST, "adapt", 0.5, None,
-                                  pause=pauses.append))  # fmt: skip
+    frames = list(
+        replay_pipeline(service, [recording], page_lookup(service), EVEREST, "adapt", 0.5, None, pause=pauses.append)
+    )
     assert len(frames) == len(recording.timed_events) and all(p <= 0.25 for p in pauses)
     last = frames[-1]
     assert 'data-recorded="true"' in last and "record-pipeline (test)" in last and 'data-done="true"' in last
@@ -79,8 +80,10 @@ def test_the_replay_streams_the_recorded_steps_marked_as_recorded(service):  # n
     assert last.count("raqa-pipe-step") == live.html().count("raqa-pipe-step")
 
 
-@pytest.mark.parametrize(("question", "policy", "threshold"), [(EVEREST, "adapt", 0.9), ("Unrecorded?", "adapt", 0.5),
-                                                                (EVEREST, "adapt", "not a number"), (None, "adapt", 0.5)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("question", "policy", "threshold"),
+    [(EVEREST, "adapt", 0.9), ("Unrecorded?", "adapt", 0.5), (EVEREST, "adapt", "not a number"), (None, "adapt", 0.5)],
+)
 def test_no_matching_recording_says_so_and_runs_nothing(service, question, policy, threshold):  # noqa: F811
     recording = record_pipeline(service, EVEREST, Choice("adapt", 0.5), "test")
     calls = len(service.adapt.get().calls)
@@ -97,8 +100,10 @@ def test_record_pipeline_refuses_a_bad_threshold_before_loading_anything(tmp_pat
 def test_record_pipeline_writes_one_recording_per_question(service, tmp_path, capsys, monkeypatch):  # noqa: F811
     monkeypatch.setattr("raqa.service.Service.load", lambda *a, **k: service)
     out = tmp_path / "pipeline"
-    assert main(["record-pipeline", EVEREST, "What is the capital of France?", "--threshold", "0.5",
-                 "--out", str(out)]) == 0  # fmt: skip
+    assert (
+        main(["record-pipeline", EVEREST, "What is the capital of France?", "--threshold", "0.5", "--out", str(out)])
+        == 0
+    )
     files = sorted(out.glob("*.jsonl"))
     assert len(files) == 2
     headers = [json.loads(f.read_text().splitlines()[0]) for f in files]

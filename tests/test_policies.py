@@ -153,6 +153,7 @@ def test_events_are_json_ready_in_the_same_convention_as_a_runs(tiny_index):
         "pipeline_ended",
     ]
     # a page is reduced exactly as in a run's events (reading.events.hit_json)
-    assert lines[2]["hits"] == [{"rank": 1, "score": lines[2]["hits"][0]["score"], "page_id": "p2",
-                                 "title": "Mount Everest"}]  # fmt: skip
+    assert lines[2]["hits"] == [
+        {"rank": 1, "score": lines[2]["hits"][0]["score"], "page_id": "p2", "title": "Mount Everest"}
+    ]
     assert lines[1]["confidence"] == pytest.approx(0.1) and lines[-1]["answer"] == "Mount Everest"

@@ -59,8 +59,14 @@ def test_a_public_page_caps_k_and_the_window_with_a_message():
 
 
 def test_the_service_applies_the_caps_to_every_run(tiny_pages, tiny_index, tmp_path):
-    public = Service(AppConfig(cache_dir=tmp_path, public=PublicLimits()), tiny_pages, tiny_index,
-                     ScriptedBackend(["NOT FOUND"]), "tiny", {})  # fmt: skip
+    public = Service(
+        AppConfig(cache_dir=tmp_path, public=PublicLimits()),
+        tiny_pages,
+        tiny_index,
+        ScriptedBackend(["NOT FOUND"]),
+        "tiny",
+        {},
+    )
     with pytest.raises(SettingsError, match="K on this public page"):
         public.plan("Who painted the Mona Lisa?", RunForm(k=PublicLimits().max_k + 1))
     assert public.plan("Who painted the Mona Lisa?", RunForm(k=PublicLimits().max_k)).settings.k == PublicLimits().max_k
@@ -214,8 +220,14 @@ def test_only_the_documented_endpoints_are_public(tiny_pages, tiny_index, tmp_pa
 def test_a_public_page_caps_the_benchmark_size(tiny_pages, tiny_index, tmp_path):
     from raqa.web.benchmark_tab import benchmark, benchmark_size
 
-    service = Service(AppConfig(cache_dir=tmp_path, public=PublicLimits(max_benchmark=4)), tiny_pages, tiny_index,
-                      ScriptedBackend([]), "tiny", {})  # fmt: skip
+    service = Service(
+        AppConfig(cache_dir=tmp_path, public=PublicLimits(max_benchmark=4)),
+        tiny_pages,
+        tiny_index,
+        ScriptedBackend([]),
+        "tiny",
+        {},
+    )
     assert benchmark_size(service) == 4
     outputs = list(benchmark(service, "NQ-open", 5, RunForm(k=5)))
     assert len(outputs) == 1 and "at most 4 questions" in outputs[0][0]
@@ -242,8 +254,9 @@ def test_a_downloads_temporary_folder_goes_when_the_run_ends_or_is_stopped():
 def test_a_public_page_without_raqa_flags_has_no_flag_buttons(tiny_pages, tiny_index, tmp_path):
     from raqa.web.app import build_demo
 
-    service = Service(AppConfig(cache_dir=tmp_path, public=PublicLimits()), tiny_pages, tiny_index,
-                      ScriptedBackend([]), "tiny", {})  # fmt: skip
+    service = Service(
+        AppConfig(cache_dir=tmp_path, public=PublicLimits()), tiny_pages, tiny_index, ScriptedBackend([]), "tiny", {}
+    )
     demo = build_demo(service)
     flags = [b for b in demo.blocks.values() if str(getattr(b, "elem_id", "")).startswith("raqa-flag-")]
     assert flags and all(not _visible(b, demo) for b in flags)

@@ -50,8 +50,10 @@ def test_no_decision_badge_wears_the_green_of_a_supported_answer():
 
     css = (ASSETS_DIR / "style.css").read_text()
     colour = {name: value for name, value in re.findall(r"^\.raqa-(\w+) \{ background: (#[0-9a-f]{6}); \}", css, re.M)}
-    html = ret_examples_html([{"question": "In which year did the Titanic sink?", "p_ret": 0.1,
-                               "closed_book": "The Titanic sank in 2014."}], 0.5)  # fmt: skip
+    html = ret_examples_html(
+        [{"question": "In which year did the Titanic sink?", "p_ret": 0.1, "closed_book": "The Titanic sank in 2014."}],
+        0.5,
+    )
     used = re.findall(r'class="raqa-badge raqa-(\w+)"', html)
     assert used == ["memory"] and colour["memory"] != colour["answered"]
     assert all(colour[css_name] != colour["answered"] for css_name, _ in DECISION_BADGES.values())
@@ -65,8 +67,26 @@ def test_a_page_answer_with_weak_support_is_amber_not_green():
     view.add(ClosedBookAnswered("q", "Raphael", (), 0.2))
     view.add(decide_retrieval("always", {}, None))
     view.add(RunStarted("Who painted the Mona Lisa?", RunSettings(), "scripted"))
-    view.add(Final("Who painted the Mona Lisa?", "iterative", "forward", "Leonardo da Vinci", False, "weak", True, 1,
-                   "p3", None, 1, 1, 10, 5, 40, 0.5))  # fmt: skip
+    view.add(
+        Final(
+            "Who painted the Mona Lisa?",
+            "iterative",
+            "forward",
+            "Leonardo da Vinci",
+            False,
+            "weak",
+            True,
+            1,
+            "p3",
+            None,
+            1,
+            1,
+            10,
+            5,
+            40,
+            0.5,
+        )
+    )
     view.add(PipelineEnded("Leonardo da Vinci", "pages", "window 1 answered (weak)", 1.0))
     end = view.html()[view.html().index("raqa-pipe-end") :]
     assert "raqa-weak" in end and "weak support" in end and "raqa-answered" not in end
@@ -83,8 +103,11 @@ def test_a_policy_that_cannot_decide_says_so():
 
 def test_evaluation_summary_lists_each_dataset_and_escapes_names():
     est = {"value": 0.25, "low": 0.1, "high": 0.4, "n": 8}
-    dataset = {"n": 8, "policies": {"never": {"accuracy": est}, "adapt": {"accuracy": est}},
-               "ret_rate": {**est, "value": 0.875}}  # fmt: skip
+    dataset = {
+        "n": 8,
+        "policies": {"never": {"accuracy": est}, "adapt": {"accuracy": est}},
+        "ret_rate": {**est, "value": 0.875},
+    }
     html = evaluation_summary({"results": {"datasets": {"<b>nq</b>": dataset}}})
     assert "<b>&lt;b&gt;nq&lt;/b&gt;</b> test (n=8)" in html and "never 25.0%" in html and "Adapt-LLM 25.0%" in html
     assert "&lt;RET&gt; on 87.5%" in html

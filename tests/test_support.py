@@ -60,8 +60,14 @@ def test_cross_page_features_count_only_the_top_fifteen_ranks():
     assert features[19]["mentions"] == pytest.approx(math.log1p(15))  # rank 20 weighs the top 15, not itself
 
 
-@pytest.mark.parametrize(("question", "answer", "expected"), [("When was it built?", "in 1436", 1.0),
-                         ("How many moons has Mars?", "two", -1.0), ("Who built it?", "Brunelleschi", 0.0)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("question", "answer", "expected"),
+    [
+        ("When was it built?", "in 1436", 1.0),
+        ("How many moons has Mars?", "two", -1.0),
+        ("Who built it?", "Brunelleschi", 0.0),
+    ],
+)
 def test_type_match(question, answer, expected):
     assert type_match(question, answer) == expected
 
@@ -74,9 +80,14 @@ def test_levels_and_a_model_that_never_vouches():
 def test_the_model_file_round_trips_and_bad_files_name_the_field(tmp_path):
     good = model(answered=None)
     assert SupportModel.from_dict(json.loads(json.dumps(good.to_dict()))) == good
-    for key, value, word in [("features", ["logit_p"], "features"), ("weights", [1.0], "weights"),
-                             ("scale", [0.0] * len(FEATURES), "scale"), ("weak", "high", "weak"),
-                             ("answered", float("nan"), "answered"), ("bias", None, "bias")]:  # fmt: skip
+    for key, value, word in [
+        ("features", ["logit_p"], "features"),
+        ("weights", [1.0], "weights"),
+        ("scale", [0.0] * len(FEATURES), "scale"),
+        ("weak", "high", "weak"),
+        ("answered", float("nan"), "answered"),
+        ("bias", None, "bias"),
+    ]:
         with pytest.raises(SupportError, match=word):
             SupportModel.from_dict({**good.to_dict(), key: value})
     broken = tmp_path / "support.json"
@@ -146,22 +157,34 @@ class SupportJudge:
         return self.support.weak
 
     def read(self, question, pages):
-        return [JudgeReading(self.p_on_p3, "Leonardo da Vinci", "Leonardo da Vinci painted it.") if p.id == "p3"
-                else JudgeReading(0.05, None, None) for p in pages]  # fmt: skip
+        return [
+            JudgeReading(self.p_on_p3, "Leonardo da Vinci", "Leonardo da Vinci painted it.")
+            if p.id == "p3"
+            else JudgeReading(0.05, None, None)
+            for p in pages
+        ]
 
     def read_ranked(self, question, hits):
         return list(with_support(question, hits, self.read(question, [h.page for h in hits]), self.support))
 
 
 def run_with(judge: SupportJudge, tiny_index, scripted) -> list:
-    settings = RunSettings(window=1, k=8, reader_mode="model_judge", grounded_only=True, judge_threshold=0.3,
-                           gate_threshold=0.3, answered_threshold=judge.support.answered)  # fmt: skip
+    settings = RunSettings(
+        window=1,
+        k=8,
+        reader_mode="model_judge",
+        grounded_only=True,
+        judge_threshold=0.3,
+        gate_threshold=0.3,
+        answered_threshold=judge.support.answered,
+    )
     backend = scripted(lambda messages: "ANSWER: Leonardo da Vinci\nPAGE: p3\nSENTENCE: 1")
     return list(run(QUESTION, tiny_index, backend, settings, judge))
 
 
-@pytest.mark.parametrize(("p", "answered", "verdict"), [(0.9, 0.8, "answered"), (0.6, 0.8, "weak"),
-                                                        (0.99, None, "weak")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("p", "answered", "verdict"), [(0.9, 0.8, "answered"), (0.6, 0.8, "weak"), (0.99, None, "weak")]
+)
 def test_a_run_is_green_only_at_the_answered_support(tiny_index, scripted, p, answered, verdict):
     events = run_with(SupportJudge(p, answered), tiny_index, scripted)
     final = events[-1]
@@ -189,8 +212,10 @@ def test_a_weak_answer_is_amber_unsure_and_survives_a_recording(tiny_index, scri
 
 
 def test_the_legend_quotes_the_measured_precision_or_says_it_vouches_for_nothing():
-    dev = {"answered_precision": {"value": 0.92, "low": 0.8, "high": 0.97, "n": 25},
-           "weak_precision": {"value": 0.2, "low": 0.1, "high": 0.3, "n": 80}}  # fmt: skip
+    dev = {
+        "answered_precision": {"value": 0.92, "low": 0.8, "high": 0.97, "n": 25},
+        "weak_precision": {"value": 0.2, "low": 0.1, "high": 0.3, "n": 80},
+    }
     base = model()
     with_green = SupportModel(base.weights, 0.0, base.mean, base.scale, 0.3, 0.85, {"dev": dev})
     legend = badge_legend(True, with_green)

@@ -8,9 +8,9 @@ train-adapt; ops.py: bench, load-test, soak, scale-bench, time-start, deploy-spa
 
 from __future__ import annotations
 
+from raqa.cli.parser import build_parser
+
 
 def main(argv: list[str] | None = None) -> int:
-    from raqa.cli.parser import build_parser
-
     args = build_parser().parse_args(argv)
     return args.func(args)

@@ -16,14 +16,21 @@ from pathlib import Path
 from raqa.cli.options import app_config
 from raqa.cli.output import error, print_human, print_json, progress_line, say
 from raqa.config import RunForm, SettingsError, clean_question, validate_settings
+from raqa.evaluation import questions as question_sets  # by module: tests replace its load_questions
+from raqa.evaluation.questions import QuestionsError
 from raqa.loading import Lazy
 from raqa.models.base import ModelError
-from raqa.models.endpoints_file import READER_PREFIX
+from raqa.models.endpoints_file import ENDPOINTS_ENV, READER_PREFIX, configured_endpoints
+from raqa.models.local import TransformersBackend
+from raqa.ops.batch import BatchError, question_work, run_batch, summarise
 from raqa.reading.attribution import with_attributions
 from raqa.retrieval.corpus import CorpusError
+from raqa.service import Service
 from raqa.web.examples import load_examples
 from raqa.web.lessons import load_lessons
 from raqa.web.recordings import record_run, write_recording
+from raqa.when_to_retrieve import model as adapt_model  # by module: tests replace its load_adapt_model
+from raqa.when_to_retrieve.model import ADAPT_DIR, adapter_dirs
 from raqa.when_to_retrieve.planning import decide
 
 LOAD_ERRORS = (CorpusError, ModelError, ValueError)  # ValueError: SettingsError, a bad RAQA_POP_THRESHOLD
@@ -33,7 +40,6 @@ def check_endpoint(reader: str | None, config) -> None:
     """For endpoint:NAME, that NAME is in the RAQA_ENDPOINTS file; ValueError listing the names if not."""
     if reader is None or not reader.startswith(READER_PREFIX):
         return
-    from raqa.models.endpoints_file import ENDPOINTS_ENV, configured_endpoints
 
     name = reader.removeprefix(READER_PREFIX)
     names = [c.name for c in configured_endpoints(config)]
@@ -51,7 +57,6 @@ def run_form(args: argparse.Namespace, **changes: object) -> RunForm:
 
 def load_service(config, reader: str | None):
     """The service for a run with this reader; a model server's reader leaves the local model unloaded."""
-    from raqa.service import Service
 
     on_server = reader is not None and reader.startswith(READER_PREFIX)
     return Service.load(config, progress=say, load_model=not on_server)
@@ -83,10 +88,6 @@ def cmd_ask(args: argparse.Namespace) -> int:
 def cmd_route(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
-    from raqa.models.local import TransformersBackend
-    from raqa.service import Service
-    from raqa.when_to_retrieve.model import ADAPT_DIR, adapter_dirs, load_adapt_model
-
     folder = Path(args.adapters)
     try:
         question = clean_question(args.question)
@@ -96,7 +97,7 @@ def cmd_route(args: argparse.Namespace) -> int:
         service = Service.load(config, progress=say)
         if folder.resolve() != ADAPT_DIR.resolve() or not service.has_adapt_model():
             base = service.backend if isinstance(service.backend, TransformersBackend) else None
-            service.adapt = Lazy(value=load_adapt_model(service.config.cache_dir, folder, say, base=base))
+            service.adapt = Lazy(value=adapt_model.load_adapt_model(service.config.cache_dir, folder, say, base=base))
         for policy in args.policies:
             for event in decide(service, question, policy):
                 print_json(event)
@@ -117,9 +118,6 @@ def batch_reader(args: argparse.Namespace) -> str | None:
 
 def cmd_batch(args: argparse.Namespace) -> int:
     """Iterative prompting over a question set, resumable: one JSONL line per question as it finishes."""
-    from raqa.evaluation.questions import QuestionsError, load_questions
-    from raqa.models.local import TransformersBackend
-    from raqa.ops.batch import BatchError, question_work, run_batch, summarise
 
     if not 1 <= args.concurrency <= 256:
         return error("--concurrency must be from 1 to 256.")
@@ -127,7 +125,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
         form = run_form(args, reader=batch_reader(args))
         validate_settings(form)
         reader = form.reader
-        items = load_questions(args.dataset, args.split, args.limit, args.seed)
+        items = question_sets.load_questions(args.dataset, args.split, args.limit, args.seed)
         config = app_config(args)
         check_endpoint(reader, config)
         service = load_service(config, reader)

@@ -16,8 +16,13 @@ from pathlib import Path
 from raqa.cli.experiments import run_concurrency
 from raqa.cli.options import app_config
 from raqa.cli.output import counter_bar, error, say
+from raqa.config import RunSettings
+from raqa.evaluation import questions as question_sets  # by module: tests replace its load_questions
 from raqa.evaluation import records
+from raqa.evaluation.badges import RuleJudge, run_rows, score
 from raqa.evaluation.fan_out import calls_at_once
+from raqa.evaluation.positives import PositiveIndex
+from raqa.evaluation.questions import QuestionsError
 from raqa.evaluation.records import command_line
 from raqa.evaluation.registry import served_by, server_about
 from raqa.models.base import ModelError
@@ -30,18 +35,14 @@ def shuffled(items: list, seed: int) -> list:
 
 
 def cmd_eval_badges(args: argparse.Namespace) -> int:
-    from raqa.config import RunSettings
-    from raqa.evaluation.badges import RuleJudge, run_rows, score
-    from raqa.evaluation.positives import PositiveIndex
-    from raqa.evaluation.questions import QuestionsError, load_questions
-    from raqa.service import Service
+    from raqa.service import Service  # lazy: imports torch
 
     try:
         if args.limit < 1:
             raise ValueError(f"--limit must be 1 or more, got {args.limit}.")
         # a seeded shuffle, then the first --limit: a smaller limit is a prefix, so a run stopped early is scored by
         # rerunning with the limit it reached (every row is already there)
-        tests = {d: shuffled(load_questions(d, "test"), args.seed)[: args.limit] for d in args.datasets}
+        tests = {d: shuffled(question_sets.load_questions(d, "test"), args.seed)[: args.limit] for d in args.datasets}
         service = Service.load(app_config(args), progress=say)
         service = served_by(service, args.endpoint) if args.endpoint else service  # the model's replies; judge local
         concurrency = run_concurrency(args, service)
@@ -58,24 +59,35 @@ def cmd_eval_badges(args: argparse.Namespace) -> int:
     # interleaved, so a run stopped early still covers every dataset evenly
     items = [(d, tests[d][i]) for i in range(args.limit) for d in args.datasets if i < len(tests[d])]
     with counter_bar("eval-badges", len(items)) as bar, calls_at_once(concurrency):
-        rows = run_rows(items, service.index, backend, judge, base, PositiveIndex(service.pages), rows_path,
-                        lambda: bar.update(1))  # fmt: skip
-    command = command_line("eval-badges", datasets=args.datasets, limit=args.limit, seed=args.seed,
-                           endpoint=args.endpoint, concurrency=concurrency if args.endpoint else None)  # fmt: skip
+        rows = run_rows(
+            items, service.index, backend, judge, base, PositiveIndex(service.pages), rows_path, lambda: bar.update(1)
+        )
+    command = command_line(
+        "eval-badges",
+        datasets=args.datasets,
+        limit=args.limit,
+        seed=args.seed,
+        endpoint=args.endpoint,
+        concurrency=concurrency if args.endpoint else None,
+    )
     about = {
         "command": command,
         "sample": {"split": "test", "limit": args.limit, "seed": args.seed, "questions": len(rows)},
         "model": backend.name,
         "reader": reader.name,
         "corpus": f"{service.corpus_label} ({len(service.pages):,} pages)",
-        "settings": {"retrieval": f"BM25 top {base.k}, iterative windows of {base.window}, {base.order}",
-                     "before": {"gate": RuleJudge(judge, None, {}).gate(base.window),
-                                "judge_threshold": judge.threshold},
-                     "after": {"weak": judge.support.weak, "answered": judge.support.answered,
-                               "support_model": judge.support.card.get("command")}},
+        "settings": {
+            "retrieval": f"BM25 top {base.k}, iterative windows of {base.window}, {base.order}",
+            "before": {"gate": RuleJudge(judge, None, {}).gate(base.window), "judge_threshold": judge.threshold},
+            "after": {
+                "weak": judge.support.weak,
+                "answered": judge.support.answered,
+                "support_model": judge.support.card.get("command"),
+            },
+        },
         "rows": rows_path.name,
         "seconds": round(time.perf_counter() - start, 1),
-    }  # fmt: skip
+    }
     if args.endpoint:
         about["server"] = server_about(backend, args.endpoint, concurrency, "the model's replies; the judge: local")
     path = records.write("badges", label, score(rows), about, out_dir)

@@ -13,12 +13,18 @@ from pathlib import Path
 from raqa.cli.options import app_config
 from raqa.cli.output import counter_bar, error, progress_bar, say
 from raqa.config import SpeedOptions
+from raqa.evaluation import questions as question_sets  # by module: tests replace its load_questions
 from raqa.evaluation import records, registry
+from raqa.evaluation.eval_adapt import run_eval_adapt
 from raqa.evaluation.fan_out import MAX_CALLS, calls_at_once
+from raqa.evaluation.questions import QuestionsError
 from raqa.evaluation.records import command_line, options_line
+from raqa.evaluation.when_to_retrieve import adapt_rows
 from raqa.models.base import ModelError
 from raqa.retrieval.corpus import CorpusError
 from raqa.text import slug
+from raqa.when_to_retrieve.planning import top_page
+from raqa.when_to_retrieve.popularity import PopularityError, load_popqa
 
 
 def _out_dir(args: argparse.Namespace) -> Path:
@@ -26,8 +32,7 @@ def _out_dir(args: argparse.Namespace) -> Path:
 
 
 def cmd_experiment(args: argparse.Namespace) -> int:
-    from raqa.evaluation.questions import QuestionsError
-    from raqa.service import Service
+    from raqa.service import Service  # lazy: imports torch
 
     experiment = registry.EXPERIMENTS[args.name]
     limit = args.limit or experiment.limit
@@ -40,8 +45,16 @@ def cmd_experiment(args: argparse.Namespace) -> int:
             _check_served(service, args.reader)
     except (QuestionsError, CorpusError, ModelError, ValueError) as e:
         return error(e)
-    options = registry.Options(args.seed, args.reader, args.questions, args.unanswerable, args.window, args.page_order,
-                               args.endpoint if experiment.needs_model else None, concurrency)  # fmt: skip
+    options = registry.Options(
+        args.seed,
+        args.reader,
+        args.questions,
+        args.unanswerable,
+        args.window,
+        args.page_order,
+        args.endpoint if experiment.needs_model else None,
+        concurrency,
+    )
     label = record_label(args, experiment, service, options)
     rows = (
         Path(args.rows)
@@ -49,8 +62,16 @@ def cmd_experiment(args: argparse.Namespace) -> int:
         else service.config.cache_dir / "experiments" / f"{experiment.name}-{label}.rows.jsonl"
     )
     try:
-        run = registry.run(experiment, service, args.dataset, pool, limit, options, progress_bar(experiment.name),
-                           rows if experiment.needs_model else None)  # fmt: skip
+        run = registry.run(
+            experiment,
+            service,
+            args.dataset,
+            pool,
+            limit,
+            options,
+            progress_bar(experiment.name),
+            rows if experiment.needs_model else None,
+        )
     except (QuestionsError, ModelError, ValueError) as e:  # ValueError: SettingsError (no such reader)
         return error(e)
     # a record kept in its own folder says so, so that rerunning it writes it there again
@@ -88,23 +109,21 @@ def _check_served(service, readers: str) -> None:
     for name in readers.split(","):
         reader = service.readers.get(name)
         if reader is not None and reader.adapter is not None:
-            raise ValueError(f"The reader {name!r} is a LoRA adapter on the local model, so a server cannot read "
-                             "with it: compare the judge readers (judge, base+judge) through --endpoint.")  # fmt: skip
+            raise ValueError(
+                f"The reader {name!r} is a LoRA adapter on the local model, so a server cannot read "
+                "with it: compare the judge readers (judge, base+judge) through --endpoint."
+            )
 
 
 def cmd_eval_adapt(args: argparse.Namespace) -> int:
-    from raqa.evaluation.questions import QuestionsError, load_questions
-    from raqa.evaluation.when_to_retrieve import adapt_rows
-    from raqa.service import Service
-    from raqa.when_to_retrieve.model import adapter_dirs, load_adapt_model
-    from raqa.when_to_retrieve.planning import top_page
-    from raqa.when_to_retrieve.popularity import PopularityError, load_popqa
-    from raqa.when_to_retrieve.served import ServedBaselines
+    from raqa.service import Service  # lazy: imports torch
+    from raqa.when_to_retrieve.model import adapter_dirs, load_adapt_model  # lazy: imports torch
+    from raqa.when_to_retrieve.served import ServedBaselines  # lazy: imports torch
 
     try:
         if args.limit < 1:
             raise ValueError(f"--limit must be 1 or more, got {args.limit}.")
-        sets = {d: load_questions(d, "test", args.limit, args.seed) for d in args.datasets}
+        sets = {d: question_sets.load_questions(d, "test", args.limit, args.seed) for d in args.datasets}
         popqa = load_popqa(args.popqa, args.limit) if args.popqa else None
         folders = adapter_dirs(Path(args.adapters))
         service = Service.load(app_config(args), progress=say, load_model=False)
@@ -113,8 +132,9 @@ def cmd_eval_adapt(args: argparse.Namespace) -> int:
         model = load_adapt_model(service.config.cache_dir, Path(args.adapters), say)
     except (ValueError, QuestionsError, PopularityError, CorpusError, ModelError) as e:
         return error(e)
-    command = command_line("eval-adapt", datasets=args.datasets, limit=args.limit, seed=args.seed,
-                           adapters=args.adapters, popqa=args.popqa)  # fmt: skip
+    command = command_line(
+        "eval-adapt", datasets=args.datasets, limit=args.limit, seed=args.seed, adapters=args.adapters, popqa=args.popqa
+    )
     about = {"command": command, "limit": args.limit, "seed": args.seed, "adapters": args.adapters}
     if server is not None:  # never and always retrieve: the served model; Adapt-LLM: the local adapter
         model = ServedBaselines(model, server)
@@ -126,8 +146,9 @@ def cmd_eval_adapt(args: argparse.Namespace) -> int:
     rows_path = Path(args.rows) if args.rows else service.config.cache_dir / "eval-adapt" / "rows.jsonl"
     search = partial(top_page, service)  # BM25's top page: the paper's context
     with calls_at_once(concurrency):
-        run = registry.when_to_retrieve(sets, popqa, model, search, folders, service, about, counter_bar,
-                                        adapt_rows(rows_path, key))  # fmt: skip
+        run = run_eval_adapt(
+            sets, popqa, model, search, folders, service, about, counter_bar, adapt_rows(rows_path, key)
+        )
     label = "+".join(args.datasets) + ("+popqa" if popqa else "") + (f"-{slug(args.endpoint)}" if server else "")
     path = records.write("when_to_retrieve", label, run.results, run.about, _out_dir(args))
     for dataset, summary in run.results["datasets"].items():

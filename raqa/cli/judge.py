@@ -11,13 +11,15 @@ import json
 from pathlib import Path
 
 from raqa.cli.output import error, say
+from raqa.config import default_cache_dir
 from raqa.evaluation.records import command_line
+from raqa.models.base import ModelError
+from raqa.training.judge import JudgeSettings, remeasure, train_judge
+from raqa.training.judge_gate import calibrate_folder
+from raqa.training.support_fit import fit_folder
 
 
 def cmd_train_judge(args: argparse.Namespace) -> int:
-    from raqa.config import default_cache_dir
-    from raqa.training.judge import JudgeSettings, train_judge
-
     settings = JudgeSettings(
         method=args.method,
         epochs=args.epochs,
@@ -37,15 +39,24 @@ def cmd_train_judge(args: argparse.Namespace) -> int:
     except ValueError as e:
         return error(e)
     lora = args.method == "lora"
-    command = command_line("train-judge", method=args.method, epochs=args.epochs, lr=args.lr, batch=args.batch,
-                           max_tokens=args.max_tokens, per_question=args.per_question,
-                           rank=args.rank if lora else None, alpha=args.alpha if lora else None, limit=args.limit,
-                           holdout=args.holdout, test_pairs=args.test_pairs, seed=args.seed, out=args.out)  # fmt: skip
+    command = command_line(
+        "train-judge",
+        method=args.method,
+        epochs=args.epochs,
+        lr=args.lr,
+        batch=args.batch,
+        max_tokens=args.max_tokens,
+        per_question=args.per_question,
+        rank=args.rank if lora else None,
+        alpha=args.alpha if lora else None,
+        limit=args.limit,
+        holdout=args.holdout,
+        test_pairs=args.test_pairs,
+        seed=args.seed,
+        out=args.out,
+    )
     cache = Path(args.cache) if args.cache else default_cache_dir()
     if args.measure_only:
-        from raqa.models.base import ModelError
-        from raqa.training.judge import remeasure
-
         try:
             card = remeasure(Path(args.out), cache, command_line("train-judge", measure_only=True, out=args.out), say)
         except ModelError as e:
@@ -65,9 +76,6 @@ def cmd_train_judge(args: argparse.Namespace) -> int:
 
 def cmd_calibrate_judge(args: argparse.Namespace) -> int:
     """Write the model + judge reader's gate per window size into the judge's card; JSON summary on stdout."""
-    from raqa.config import default_cache_dir
-    from raqa.models.base import ModelError
-    from raqa.training.judge_gate import calibrate_folder
 
     if not 0 < args.max_false < 1:
         return error(f"--max-false must be between 0 and 1, got {args.max_false}.")
@@ -82,14 +90,12 @@ def cmd_calibrate_judge(args: argparse.Namespace) -> int:
 
 def cmd_fit_support(args: argparse.Namespace) -> int:
     """Fit the judge's support model and the badge's thresholds (support.json); JSON summary on stdout."""
-    from raqa.config import default_cache_dir
-    from raqa.models.base import ModelError
-    from raqa.training.support_fit import fit_folder
 
     if not 0 < args.precision <= 1 or not 0 <= args.max_unanswerable <= 1 or not 2 <= args.folds <= 20:
         return error("--precision must be in (0, 1], --max-unanswerable in [0, 1], --folds from 2 to 20.")
-    command = command_line("fit-support", precision=args.precision, max_unanswerable=args.max_unanswerable,
-                           folds=args.folds, out=args.out)  # fmt: skip
+    command = command_line(
+        "fit-support", precision=args.precision, max_unanswerable=args.max_unanswerable, folds=args.folds, out=args.out
+    )
     cache = Path(args.cache or default_cache_dir())
     try:
         model = fit_folder(Path(args.out), cache, command, args.folds, args.precision, args.max_unanswerable, say)

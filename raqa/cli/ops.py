@@ -10,13 +10,20 @@ from __future__ import annotations
 
 import argparse
 import json
+import tempfile
 from dataclasses import asdict, astuple
 from pathlib import Path
 
 from raqa.cli.options import app_config
 from raqa.cli.output import error, progress_line, say, write_json
-from raqa.config import RunForm
+from raqa.config import RunForm, SpeedOptions
+from raqa.evaluation import questions as question_sets  # by module: tests replace its load_questions
 from raqa.evaluation.records import command_line
+from raqa.ops import reliability, scale
+from raqa.ops.bench import main as bench_main
+from raqa.ops.deploy_space import DeployError, check_repo_id, deploy, listing, space_files
+from raqa.ops.page_start import started_app
+from raqa.service import Service
 
 # KILT's 5.9 M pages hold about 2.1 G words (DPR cut the same Wikipedia into 21 M passages of 100 words),
 # so about 360 words or, at 1.3 WordPiece tokens a word, 470 tokens a page: an assumption, not a measurement.
@@ -25,14 +32,11 @@ KILT_PAGES, KILT_TOKENS_PER_PAGE = 5_900_000, 470
 
 def sample_questions(count: int, seed: int) -> list[str]:
     """count seeded NQ-open test questions (tests replace this with their own questions)."""
-    from raqa.evaluation.questions import load_questions
 
-    return [item.question for item in load_questions("nq", "test", limit=count, seed=seed)]
+    return [item.question for item in question_sets.load_questions("nq", "test", limit=count, seed=seed)]
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from raqa.ops.bench import main as bench_main
-
     return bench_main(args)
 
 
@@ -40,9 +44,6 @@ def cmd_load_test(args: argparse.Namespace) -> int:
     """Serve the page on the real model and send one NQ question per session, all at once: first with every speed
     option off (one run at a time, the page as it was), then on with fp32 weights (runs in flight share forward
     passes), then on (decode from packed weights too)."""
-    from raqa.config import SpeedOptions
-    from raqa.ops import reliability
-    from raqa.service import Service
 
     loaded = Service.load(app_config(args), progress=say)
     questions = sample_questions(args.sessions, args.seed)
@@ -62,8 +63,9 @@ def cmd_load_test(args: argparse.Namespace) -> int:
     ratio = phases["on"]["p95_s"] / phases["off"]["p95_s"]
     packed_ratio = phases["on"]["p95_s"] / phases["on_fp32_weights"]["p95_s"]
     print(f"p95 on / off: {ratio:.2f}x (target <= 0.5x); packed / fp32 weights: {packed_ratio:.2f}x")
-    command = command_line("load-test", sessions=args.sessions, window=args.window, k=args.k, seed=args.seed,
-                           out=args.out)  # fmt: skip
+    command = command_line(
+        "load-test", sessions=args.sessions, window=args.window, k=args.k, seed=args.seed, out=args.out
+    )
     results = {
         **phases,
         "p95_ratio_on_off": ratio,
@@ -76,8 +78,6 @@ def cmd_load_test(args: argparse.Namespace) -> int:
 
 def cmd_soak(args: argparse.Namespace) -> int:
     """Run questions one after another through the page's generator and record memory after each."""
-    from raqa.ops import reliability
-    from raqa.service import Service
 
     service = Service.load(app_config(args), progress=say)
     questions = sample_questions(args.questions, args.seed)
@@ -88,17 +88,15 @@ def cmd_soak(args: argparse.Namespace) -> int:
         f"{args.runs} runs: RSS {result['rss_after_warmup_mib']:.0f} MiB after {result['warmup_runs']} runs, "
         f"{result['rss_last_mib']:.0f} MiB at the end ({result['growth_after_warmup_mib']:+.1f} MiB)"
     )
-    command = command_line("soak", runs=args.runs, questions=args.questions, window=args.window, k=args.k,
-                           seed=args.seed, out=args.out)  # fmt: skip
+    command = command_line(
+        "soak", runs=args.runs, questions=args.questions, window=args.window, k=args.k, seed=args.seed, out=args.out
+    )
     write_json(args.out, reliability.record("soak", command, service, result))
     return 0
 
 
 def cmd_scale_bench(args: argparse.Namespace) -> int:
     """Index a generated corpus of --pages pages and measure build time, peak memory and query latency."""
-    import tempfile
-
-    from raqa.ops import scale
 
     work = Path(args.work or tempfile.mkdtemp(prefix="raqa-scale-"))
     result = scale.measure(args.pages, work, sample_questions(args.queries, args.seed), args.seed)
@@ -117,7 +115,6 @@ def cmd_scale_bench(args: argparse.Namespace) -> int:
 
 def cmd_deploy_space(args: argparse.Namespace) -> int:
     """List (--dry-run) or upload the Space's files; exit 2 with a message on a bad id, a refused file or no token."""
-    from raqa.ops.deploy_space import DeployError, check_repo_id, deploy, listing, space_files
 
     try:
         repo_id = check_repo_id(args.space)
@@ -140,11 +137,14 @@ def cmd_deploy_space(args: argparse.Namespace) -> int:
 
 def cmd_time_start(args: argparse.Namespace) -> int:
     """Start app.py once as Spaces does and print the seconds to a usable page as JSON."""
-    from raqa.ops.page_start import started_app
 
     try:
-        with started_app(args.python, space=not args.not_space, cache=Path(args.cache) if args.cache else None,
-                         log=Path(args.log) if args.log else None) as start:  # fmt: skip
+        with started_app(
+            args.python,
+            space=not args.not_space,
+            cache=Path(args.cache) if args.cache else None,
+            log=Path(args.log) if args.log else None,
+        ) as start:
             result = {"seconds": round(start.seconds, 1), "python": start.python, "space": start.space}
     except RuntimeError as e:
         return error(e)

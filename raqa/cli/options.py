@@ -10,6 +10,7 @@ import argparse
 import importlib
 
 from raqa.config import WEIGHTS, AppConfig, RunSettings
+from raqa.when_to_retrieve.policies import POLICIES
 
 DATASETS = ["nq", "triviaqa", "squad"]
 ADAPT_DATASETS = ("nq", "triviaqa")
@@ -58,8 +59,6 @@ def app_config(args: argparse.Namespace) -> AppConfig:
 
 
 def policy_list(text: str) -> list[str]:
-    from raqa.when_to_retrieve.policies import POLICIES
-
     names = [t.strip() for t in text.split(",") if t.strip()]
     bad = [n for n in names if n not in POLICIES]
     if not names or bad:

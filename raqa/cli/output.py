@@ -60,8 +60,10 @@ def print_human(event) -> None:
             reading, page = event.judge[event.judge_best], event.hits[event.judge_best].page
             says = f": page {page.id} says {reading.answer!r}" if reading.answer else ""
             support = f", support {reading.support:.3f}" if reading.support is not None else ""
-            print(f"   answer judge: P(this window states the answer)={reading.p_answer:.2f}{support}{says}",
-                  file=sys.stderr)  # fmt: skip
+            print(
+                f"   answer judge: P(this window states the answer)={reading.p_answer:.2f}{support}{says}",
+                file=sys.stderr,
+            )
     elif isinstance(event, Final):
         shown = event.answer if event.answer is not None else "answer not found"
         flag = " (unsupported by its page)" if event.supported is False else ""
@@ -78,8 +80,11 @@ def print_human(event) -> None:
     elif isinstance(event, Attribution):
         print(f"   why: {event.summary} ({event.seconds:.1f} s)", file=sys.stderr)
         for e in sorted(event.sentences, key=lambda e: e.logprob)[:3]:
-            print(f"     without sentence {e.sentence} of page {e.page_id}: P(answer) {shown_p(event.logprob)} -> "
-                  f"{shown_p(e.logprob)}", file=sys.stderr)  # fmt: skip
+            print(
+                f"     without sentence {e.sentence} of page {e.page_id}: P(answer) {shown_p(event.logprob)} -> "
+                f"{shown_p(e.logprob)}",
+                file=sys.stderr,
+            )
 
 
 def progress_line(label: str):

@@ -8,6 +8,7 @@ that verb runs, so `python -m raqa --help` and `ask` load nothing they do not us
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from raqa.cli.options import (
@@ -56,8 +57,11 @@ def _ask(sub) -> None:
     add_run_options(ask)
     ask.add_argument("--rationale", action="store_true", help="ask for a reason on declined windows")
     ask.add_argument("--json", action="store_true", help="one JSON object per event")
-    ask.add_argument("--why", action="store_true",
-                     help="after each answered window, which sentence the answer depends on (leave-one-sentence-out)")  # fmt: skip
+    ask.add_argument(
+        "--why",
+        action="store_true",
+        help="after each answered window, which sentence the answer depends on (leave-one-sentence-out)",
+    )
     add_reader_option(ask)
     add_model_options(ask)
     ask.set_defaults(func=command("ask:cmd_ask"))
@@ -123,8 +127,6 @@ def _train_reader(sub) -> None:
 
 
 def _train_judge(sub) -> None:
-    import os
-
     judge = sub.add_parser("train-judge", help="train the answer judge (MiniLM QA head) on dev pages; measure on test")
     judge.add_argument("--method", default="full", choices=["full", "lora"], help="every weight, or LoRA + QA head")
     judge.add_argument("--epochs", type=int, default=2)
@@ -154,8 +156,12 @@ def _train_judge(sub) -> None:
     gate.set_defaults(func=command("judge:cmd_calibrate_judge"))
     support = sub.add_parser("fit-support", help="fit the support probability and the badge's thresholds on dev")
     support.add_argument("--precision", type=float, default=0.9, help="what a green (Answered) badge must reach on dev")
-    support.add_argument("--max-unanswerable", type=float, default=0.2,
-                         help="share of unanswerable dev questions that may still end with an answer")  # fmt: skip
+    support.add_argument(
+        "--max-unanswerable",
+        type=float,
+        default=0.2,
+        help="share of unanswerable dev questions that may still end with an answer",
+    )
     support.add_argument("--folds", type=int, default=5, help="folds of dev questions for the out-of-fold choice")
     support.add_argument("--out", default="assets/judge", help="the judge folder that gets support.json")
     support.add_argument("--cache", help="cache folder for the index (env RAQA_CACHE)")

@@ -74,18 +74,36 @@ def _test_set_verb(sub, name: str, help: str, limit: int, rows: str, target: str
 
 
 def eval_adapt_verb(sub) -> None:
-    evaluate = _test_set_verb(sub, "eval-adapt", "NR-LLM, AR-LLM, Adapt-LLM (and popularity) on test questions", 200,
-                              "RAQA_CACHE/eval-adapt/rows.jsonl", "experiments:cmd_eval_adapt")  # fmt: skip
+    evaluate = _test_set_verb(
+        sub,
+        "eval-adapt",
+        "NR-LLM, AR-LLM, Adapt-LLM (and popularity) on test questions",
+        200,
+        "RAQA_CACHE/eval-adapt/rows.jsonl",
+        "experiments:cmd_eval_adapt",
+    )
     evaluate.add_argument("--adapters", default="assets/adapt", help="folder holding adapt/, never/ and always/")
     evaluate.add_argument("--popqa", help="a PopQA-format TSV (question, possible_answers, s_pop): adds the baseline")
 
 
 def eval_pipeline_verb(sub) -> None:
-    evaluate = _test_set_verb(sub, "eval-pipeline", "every decision policy and reader, with abstention, on test", 300,
-                              "RAQA_CACHE/eval-pipeline/rows.jsonl", "pipeline:cmd_eval_pipeline")  # fmt: skip
+    evaluate = _test_set_verb(
+        sub,
+        "eval-pipeline",
+        "every decision policy and reader, with abstention, on test",
+        300,
+        "RAQA_CACHE/eval-pipeline/rows.jsonl",
+        "pipeline:cmd_eval_pipeline",
+    )
     evaluate.add_argument("--dev", type=int, default=60, help="dev questions per dataset to choose thresholds on")
 
 
 def eval_badges_verb(sub) -> None:
-    _test_set_verb(sub, "eval-badges", "the badge per question on test, before and after the support model", 300,
-                   "beside the record, badges-<datasets>.rows.jsonl", "badges:cmd_eval_badges")  # fmt: skip
+    _test_set_verb(
+        sub,
+        "eval-badges",
+        "the badge per question on test, before and after the support model",
+        300,
+        "beside the record, badges-<datasets>.rows.jsonl",
+        "badges:cmd_eval_badges",
+    )

@@ -9,18 +9,21 @@ from __future__ import annotations
 from raqa.cli.options import add_corpus_options, add_reader_option, command
 from raqa.cli.parser_eval import eval_badges_verb, eval_pipeline_verb
 from raqa.config import RunSettings
+from raqa.when_to_retrieve.pipeline import DEFAULT_RET_THRESHOLD, PIPELINE_POLICIES
 
 
 def add_pipeline_verbs(sub) -> None:
-    from raqa.when_to_retrieve.pipeline import DEFAULT_RET_THRESHOLD, PIPELINE_POLICIES
-
     one = sub.add_parser(
         "pipeline", help="both papers in one run: closed-book, decide, read windows, or 'I don't know'"
     )
     one.add_argument("question")
     one.add_argument("--policy", default="adapt", help=f"{' | '.join(PIPELINE_POLICIES)} (default adapt)")
-    one.add_argument("--threshold", type=float, default=DEFAULT_RET_THRESHOLD,
-                     help="adapt: retrieve when P(<RET>) >= this; a signal: retrieve when its confidence is below it")  # fmt: skip
+    one.add_argument(
+        "--threshold",
+        type=float,
+        default=DEFAULT_RET_THRESHOLD,
+        help="adapt: retrieve when P(<RET>) >= this; a signal: retrieve when its confidence is below it",
+    )
     one.add_argument("--order", default="forward", help="forward | backward")
     one.add_argument("--window", default=RunSettings.window, help="pages per window, 1-20")
     one.add_argument("--k", default=RunSettings.k, help="pages retrieved, 5-100")

@@ -15,19 +15,40 @@ import threading
 import time
 from pathlib import Path
 
+from raqa.cli.experiments import run_concurrency
 from raqa.cli.options import app_config
 from raqa.cli.output import counter_bar, error, print_human, print_json, say
 from raqa.config import RunForm, SettingsError, clean_question
+from raqa.evaluation import questions as question_sets  # by module: tests replace its load_questions
 from raqa.evaluation import records
+from raqa.evaluation.fan_out import calls_at_once
+from raqa.evaluation.positives import PositiveIndex
+from raqa.evaluation.questions import QuestionsError
+from raqa.evaluation.registry import served_by, server_about
+from raqa.evaluation.when_to_retrieve import (
+    MEMORY_QUESTIONS,
+    READERS,
+    dev_row,
+    example_decisions,
+    interleave,
+    make_rows,
+    question_row,
+    tuned_thresholds,
+)
+from raqa.evaluation.when_to_retrieve_scores import summarise
 from raqa.models.base import ModelError
 from raqa.retrieval.corpus import CorpusError
+from raqa.service import Service
+from raqa.web.examples import load_examples
+from raqa.web.pipeline_recordings import Choice, record_pipeline, write_pipeline_recording
+from raqa.when_to_retrieve.pipeline import IDK, ClosedBookAnswered, PipelineEnded, RetrievalDecided, check_policy
+from raqa.when_to_retrieve.planning import pipeline, windows
+from raqa.when_to_retrieve.uncertainty import closed_book
 
 EVAL_K, EVAL_WINDOW, EVAL_ORDER = 15, 1, "forward"  # the page's defaults
 
 
 def print_pipeline_human(event) -> None:
-    from raqa.when_to_retrieve.pipeline import IDK, ClosedBookAnswered, PipelineEnded, RetrievalDecided
-
     if isinstance(event, ClosedBookAnswered):
         signals = ", ".join(f"{name} {value:.3f}" for name, value in event.signals)
         print(f"Closed-book answer: {event.answer}\n  confidence: {signals}", file=sys.stderr)
@@ -41,10 +62,6 @@ def print_pipeline_human(event) -> None:
 
 
 def cmd_pipeline(args: argparse.Namespace) -> int:
-    from raqa.service import Service
-    from raqa.when_to_retrieve.pipeline import check_policy
-    from raqa.when_to_retrieve.planning import pipeline
-
     try:
         clean_question(args.question)
         check_policy(args.policy, args.threshold)
@@ -65,11 +82,6 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
 
 def cmd_record_pipeline(args: argparse.Namespace) -> int:
     """Run each question through the pipeline with the tab's choices on the real models; write each recording."""
-    from raqa.evaluation.when_to_retrieve import MEMORY_QUESTIONS, tuned_thresholds
-    from raqa.service import Service
-    from raqa.web.examples import load_examples
-    from raqa.web.pipeline_recordings import Choice, record_pipeline, write_pipeline_recording
-    from raqa.when_to_retrieve.pipeline import check_policy
 
     fixed = args.policy in ("never", "always")
     pipeline_records = [r for r in records.load_results().values() if r.get("experiment") == "pipeline"]
@@ -85,9 +97,12 @@ def cmd_record_pipeline(args: argparse.Namespace) -> int:
         return error(e)
     choice = Choice(args.policy, threshold, args.reader)
     for question in args.questions or [*MEMORY_QUESTIONS[:1], *load_examples()]:
-        command = (f'python -m raqa record-pipeline "{question}" --policy {args.policy}'
-                   + ("" if fixed else f" --threshold {threshold}") + (f" --reader {args.reader}" if args.reader else "")
-                   + f" --out {args.out}")  # fmt: skip
+        command = (
+            f'python -m raqa record-pipeline "{question}" --policy {args.policy}'
+            + ("" if fixed else f" --threshold {threshold}")
+            + (f" --reader {args.reader}" if args.reader else "")
+            + f" --out {args.out}"
+        )
         try:
             recording = record_pipeline(service, question, choice, command)
         except (SettingsError, ModelError) as e:
@@ -99,31 +114,20 @@ def cmd_record_pipeline(args: argparse.Namespace) -> int:
 
 
 def cmd_eval_pipeline(args: argparse.Namespace) -> int:
-    from raqa.cli.experiments import run_concurrency
-    from raqa.evaluation.fan_out import calls_at_once
-    from raqa.evaluation.positives import PositiveIndex
-    from raqa.evaluation.questions import QuestionsError, load_questions
-    from raqa.evaluation.registry import served_by, server_about
-    from raqa.evaluation.when_to_retrieve import (
-        READERS,
-        dev_row,
-        example_decisions,
-        interleave,
-        make_rows,
-        question_row,
-    )
-    from raqa.service import Service
-    from raqa.when_to_retrieve.planning import windows
-    from raqa.when_to_retrieve.uncertainty import closed_book
-
     try:
         if args.limit < 1 or args.dev < 1:
             raise ValueError(f"--limit and --dev must be 1 or more, got {args.limit} and {args.dev}.")
-        tests = {d: load_questions(d, "test", args.limit, args.seed) for d in args.datasets}
+        tests = {d: question_sets.load_questions(d, "test", args.limit, args.seed) for d in args.datasets}
         # dev questions other than the ones Algorithm 1 labelled for training (train-adapt: dev, seed 0)
-        trained = {d: {i.id for i in load_questions(d, "dev", 300, 0)} for d in args.datasets}
-        devs = {d: [i for i in load_questions(d, "dev", args.dev + 300, args.seed + 1) if i.id not in trained[d]]
-                [: args.dev] for d in args.datasets}  # fmt: skip
+        trained = {d: {i.id for i in question_sets.load_questions(d, "dev", 300, 0)} for d in args.datasets}
+        devs = {
+            d: [
+                i
+                for i in question_sets.load_questions(d, "dev", args.dev + 300, args.seed + 1)
+                if i.id not in trained[d]
+            ][: args.dev]
+            for d in args.datasets
+        }
         service = Service.load(app_config(args), progress=say)
         model = service.adapt_model()
         if model is None:
@@ -150,18 +154,24 @@ def cmd_eval_pipeline(args: argparse.Namespace) -> int:
     positives = PositiveIndex(service.pages)
     dev_work, test_work = interleave(devs, "dev"), interleave(tests, "test")
     with counter_bar("eval-pipeline dev (closed-book)", len(dev_work)) as bar:
-        dev_rows = make_rows(dev_work, rows_path, key, lambda d, s, item: dev_row(item, d, answer),
-                             lambda: bar.update(1))  # fmt: skip
+        dev_rows = make_rows(
+            dev_work, rows_path, key, lambda d, s, item: dev_row(item, d, answer), lambda: bar.update(1)
+        )
     with counter_bar("eval-pipeline test", len(test_work)) as bar, calls_at_once(concurrency):
-        test_rows = make_rows(test_work, rows_path, key,
-                              lambda d, s, item: question_row(item, d, answer, readers, positives.anywhere),
-                              lambda: bar.update(1))  # fmt: skip
-    from raqa.evaluation.when_to_retrieve_scores import summarise
+        test_rows = make_rows(
+            test_work,
+            rows_path,
+            key,
+            lambda d, s, item: question_row(item, d, answer, readers, positives.anywhere),
+            lambda: bar.update(1),
+        )
 
     results = summarise(dev_rows, test_rows)
     results["examples"] = example_decisions(model, results)
-    command = (f"python -m raqa eval-pipeline --datasets {','.join(args.datasets)} --limit {args.limit} "
-               f"--dev {args.dev} --seed {args.seed}")  # fmt: skip
+    command = (
+        f"python -m raqa eval-pipeline --datasets {','.join(args.datasets)} --limit {args.limit} "
+        f"--dev {args.dev} --seed {args.seed}"
+    )
     if args.endpoint:
         command += f" --endpoint {shlex.quote(args.endpoint)} --concurrency {concurrency}"
     about = {
@@ -169,15 +179,19 @@ def cmd_eval_pipeline(args: argparse.Namespace) -> int:
         "sample": {"split": "test", "limit": args.limit, "dev": args.dev, "seed": args.seed},
         "model": model.name,
         "corpus": f"{service.corpus_label} ({len(service.pages):,} pages)",
-        "settings": {"retrieval": f"BM25 top {EVAL_K}, iterative windows of {EVAL_WINDOW}, {EVAL_ORDER}",
-                     "readers": list(READERS), "closed_book": "greedy, first sentence, at most 32 tokens",
-                     "rows": "computed once per question (resumable JSONL), every policy scored from them"},
+        "settings": {
+            "retrieval": f"BM25 top {EVAL_K}, iterative windows of {EVAL_WINDOW}, {EVAL_ORDER}",
+            "readers": list(READERS),
+            "closed_book": "greedy, first sentence, at most 32 tokens",
+            "rows": "computed once per question (resumable JSONL), every policy scored from them",
+        },
         "seconds": round(time.perf_counter() - start, 1),
-    }  # fmt: skip
+    }
     if args.endpoint:
         reads = "the readers' windows; closed-book: local"
         about["server"] = server_about(service.backend, args.endpoint, concurrency, reads)
-    path = records.write("pipeline", "+".join(args.datasets), results, about, Path(args.out) if args.out else
-                         records.RESULTS_DIR)  # fmt: skip
+    path = records.write(
+        "pipeline", "+".join(args.datasets), results, about, Path(args.out) if args.out else records.RESULTS_DIR
+    )
     say(f"wrote {path}")
     return 0

@@ -17,7 +17,11 @@ from pathlib import Path
 from raqa.cli.output import counter_bar, error, say
 from raqa.evaluation import records
 from raqa.evaluation.records import command_line
+from raqa.evaluation.ret_signal import compare, rescored_rows, ret_probabilities
+from raqa.evaluation.when_to_retrieve import example_decisions
+from raqa.evaluation.when_to_retrieve_scores import summarise
 from raqa.models.base import ModelError
+from raqa.training.when_to_retrieve_data import read_labelled
 
 BASELINE_NAME = "baseline"
 CANDIDATE_NAME = "adapt"  # the name the pipeline's adapt policy asks for, so --update-record can reuse it
@@ -43,8 +47,8 @@ def _check(args: argparse.Namespace) -> dict:
 def _load(args: argparse.Namespace):
     from peft import PeftModel
 
-    from raqa.models.local import TransformersBackend, peft_loading
-    from raqa.when_to_retrieve.model import GreedyModel
+    from raqa.models.local import TransformersBackend, peft_loading  # lazy: imports torch
+    from raqa.when_to_retrieve.model import GreedyModel  # lazy: imports torch
 
     cache = Path(args.cache) if args.cache else None
     base = TransformersBackend.load(None, None, cache, say)
@@ -61,18 +65,20 @@ def _question_groups(rows: dict, sets: list[str], training) -> dict[str, tuple[l
     for split in ("test", "dev"):
         for dataset in sets:
             chosen = [r for r in rows[split] if r["dataset"] == dataset]
-            groups[f"{split}:{dataset}"] = ([r["question"] for r in chosen],
-                                            [not r["closed_book"]["correct"] for r in chosen],
-                                            [(r["dataset"], r["split"], r["id"]) for r in chosen])  # fmt: skip
-    groups["training"] = ([x.question for x in training], [not x.known for x in training],
-                          [(x.dataset, "dev", x.id) for x in training])  # fmt: skip
+            groups[f"{split}:{dataset}"] = (
+                [r["question"] for r in chosen],
+                [not r["closed_book"]["correct"] for r in chosen],
+                [(r["dataset"], r["split"], r["id"]) for r in chosen],
+            )
+    groups["training"] = (
+        [x.question for x in training],
+        [not x.known for x in training],
+        [(x.dataset, "dev", x.id) for x in training],
+    )
     return groups
 
 
 def cmd_compare_ret(args: argparse.Namespace) -> int:
-    from raqa.evaluation.ret_signal import compare, ret_probabilities
-    from raqa.training.when_to_retrieve_data import read_labelled
-
     try:
         record = _check(args)
         training = read_labelled(args.training)
@@ -92,48 +98,62 @@ def cmd_compare_ret(args: argparse.Namespace) -> int:
             with counter_bar(f"P(<RET>) {label}, {name}", len(questions)) as bar:
                 group[label] = ret_probabilities(model, questions, adapter, lambda: bar.update(1))
         groups[name] = group
-    recorded = {d: [1.0 - r["closed_book"]["signals"]["not_ret"] for r in rows["test"] if r["dataset"] == d]
-                for d in sets}  # fmt: skip
+    recorded = {
+        d: [1.0 - r["closed_book"]["signals"]["not_ret"] for r in rows["test"] if r["dataset"] == d] for d in sets
+    }
     results = compare({n: {k: g[k] for k in ("needs", "baseline", "candidate")} for n, g in groups.items()}, recorded)
-    results["questions"] = {n: [{"key": list(k), "needs_retrieval": need, "baseline": a, "candidate": b}
-                                for k, need, a, b in zip(g["keys"], g["needs"], g["baseline"], g["candidate"],
-                                                         strict=True)]
-                            for n, g in groups.items()}  # fmt: skip
-    command = command_line("compare-ret", candidate=args.candidate, baseline=args.baseline, record=args.record,
-                           training=args.training)  # fmt: skip
+    results["questions"] = {
+        n: [
+            {"key": list(k), "needs_retrieval": need, "baseline": a, "candidate": b}
+            for k, need, a, b in zip(g["keys"], g["needs"], g["baseline"], g["candidate"], strict=True)
+        ]
+        for n, g in groups.items()
+    }
+    command = command_line(
+        "compare-ret", candidate=args.candidate, baseline=args.baseline, record=args.record, training=args.training
+    )
     about = {
         "command": command,
         "sample": {"record": args.record, "record_command": record.get("command"), "training": args.training},
         "model": model.name,
         "corpus": "none: P(<RET>) is asked of the question alone",
-        "adapters": {label: _card_command(folder) for label, folder in (("baseline", args.baseline),
-                                                                        ("candidate", args.candidate))},
+        "adapters": {
+            label: _card_command(folder)
+            for label, folder in (("baseline", args.baseline), ("candidate", args.candidate))
+        },
         "seconds": round(time.perf_counter() - start, 1),
-    }  # fmt: skip
-    path = records.write("ret_signal", record.get("dataset", "pipeline"), results, about,
-                         Path(args.out) if args.out else records.RESULTS_DIR)  # fmt: skip
+    }
+    path = records.write(
+        "ret_signal",
+        record.get("dataset", "pipeline"),
+        results,
+        about,
+        Path(args.out) if args.out else records.RESULTS_DIR,
+    )
     say(f"wrote {path}")
     summary = {n: g["auc"] for n, g in results["groups"].items()}
-    print(json.dumps({"candidate_higher_on_every_test_set": results["candidate_higher_on_every_test_set"],
-                      "auc": summary}, indent=1))  # fmt: skip
+    print(
+        json.dumps(
+            {"candidate_higher_on_every_test_set": results["candidate_higher_on_every_test_set"], "auc": summary},
+            indent=1,
+        )
+    )
     if args.update_record:
-        p_ret = {tuple(q["key"]): q["candidate"] for n, qs in results["questions"].items() if n != "training"
-                 for q in qs}  # fmt: skip
+        p_ret = {
+            tuple(q["key"]): q["candidate"] for n, qs in results["questions"].items() if n != "training" for q in qs
+        }
         _update_record(args, record, model, p_ret, command)
     return 0
 
 
 def _card_command(folder: str) -> str | None:
-    from raqa.when_to_retrieve.model import adapter_card
+    from raqa.when_to_retrieve.model import adapter_card  # lazy: imports torch
 
     return adapter_card(Path(folder)).get("command")
 
 
 def _update_record(args, record: dict, model, p_ret: dict, command: str) -> None:
     """The pipeline record scored again with the candidate's P(<RET>) in every row, and its examples measured."""
-    from raqa.evaluation.ret_signal import rescored_rows
-    from raqa.evaluation.when_to_retrieve import example_decisions
-    from raqa.evaluation.when_to_retrieve_scores import summarise
 
     rows = record["results"]["rows"]
     results = summarise(rescored_rows(rows["dev"], p_ret), rescored_rows(rows["test"], p_ret))

@@ -11,19 +11,18 @@ from dataclasses import replace
 from pathlib import Path
 
 from raqa.cli.output import error, say
+from raqa.config import default_cache_dir
 from raqa.evaluation.records import command_line
+from raqa.training import reader as reader_training  # by module: tests replace its train_reader
+from raqa.training.lora import ADAPT_LORA, READER_LORA
+from raqa.training.when_to_retrieve_data import KINDS
 
 
 def _cache(args: argparse.Namespace) -> Path:
-    from raqa.config import default_cache_dir
-
     return Path(args.cache) if args.cache else default_cache_dir()
 
 
 def cmd_train_reader(args: argparse.Namespace) -> int:
-    from raqa.training.lora import READER_LORA
-    from raqa.training.reader import train_reader
-
     if args.limit < 4 or args.epochs < 1 or args.calibration < 1 or not 0 <= args.verdict_weight <= 1:
         return error("--limit must be at least 4, --epochs and --calibration at least 1, --verdict-weight from 0 to 1.")
     settings = replace(
@@ -37,18 +36,29 @@ def cmd_train_reader(args: argparse.Namespace) -> int:
         page_tokens=args.page_tokens,
         seed=args.seed,
     )
-    command = command_line("train-reader", limit=args.limit, epochs=args.epochs, lr=args.lr, rank=args.rank,
-                           alpha=args.alpha, accumulation=args.accumulation, verdict_weight=args.verdict_weight,
-                           page_tokens=args.page_tokens, calibration=args.calibration, seed=args.seed,
-                           out=args.out)  # fmt: skip
-    card = train_reader(Path(args.out), args.limit, settings, _cache(args), command, args.calibration, say=say)
+    command = command_line(
+        "train-reader",
+        limit=args.limit,
+        epochs=args.epochs,
+        lr=args.lr,
+        rank=args.rank,
+        alpha=args.alpha,
+        accumulation=args.accumulation,
+        verdict_weight=args.verdict_weight,
+        page_tokens=args.page_tokens,
+        calibration=args.calibration,
+        seed=args.seed,
+        out=args.out,
+    )
+    card = reader_training.train_reader(
+        Path(args.out), args.limit, settings, _cache(args), command, args.calibration, say=say
+    )
     print(json.dumps({k: card[k] for k in ("answer_threshold", "calibration", "wall_seconds")}, indent=1))
     return 0
 
 
 def cmd_train_adapt(args: argparse.Namespace) -> int:
-    from raqa.training.lora import ADAPT_LORA
-    from raqa.training.when_to_retrieve import train_adapt
+    from raqa.training.when_to_retrieve import train_adapt  # lazy: imports torch
 
     settings = replace(
         ADAPT_LORA,
@@ -60,7 +70,6 @@ def cmd_train_adapt(args: argparse.Namespace) -> int:
         micro_batch=args.micro_batch,
         seed=args.seed,
     )
-    from raqa.training.when_to_retrieve_data import KINDS
 
     kinds = tuple(k.strip() for k in args.kinds.split(",") if k.strip())
     try:
@@ -73,13 +82,33 @@ def cmd_train_adapt(args: argparse.Namespace) -> int:
         settings.check()
     except ValueError as e:
         return error(e)
-    command = command_line("train-adapt", limit=args.limit, datasets=args.datasets, epochs=args.epochs, lr=args.lr,
-                           rank=args.rank, alpha=args.alpha, batch=args.batch, micro_batch=args.micro_batch,
-                           seed=args.seed, out=args.out, balance=args.balance, labels=args.labels,
-                           kinds=kinds if kinds != KINDS else None)  # fmt: skip
+    command = command_line(
+        "train-adapt",
+        limit=args.limit,
+        datasets=args.datasets,
+        epochs=args.epochs,
+        lr=args.lr,
+        rank=args.rank,
+        alpha=args.alpha,
+        batch=args.batch,
+        micro_batch=args.micro_batch,
+        seed=args.seed,
+        out=args.out,
+        balance=args.balance,
+        labels=args.labels,
+        kinds=kinds if kinds != KINDS else None,
+    )
     result = train_adapt(
-        Path(args.out), args.limit, settings, _cache(args), command, datasets=tuple(args.datasets), kinds=kinds,
-        say=say, balance=args.balance, labels=Path(args.labels) if args.labels else None,
-    )  # fmt: skip
+        Path(args.out),
+        args.limit,
+        settings,
+        _cache(args),
+        command,
+        datasets=tuple(args.datasets),
+        kinds=kinds,
+        say=say,
+        balance=args.balance,
+        labels=Path(args.labels) if args.labels else None,
+    )
     print(json.dumps({"wall_seconds": result["wall_seconds"], "data": result["data"]}, indent=1))
     return 0

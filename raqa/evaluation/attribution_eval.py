@@ -58,8 +58,16 @@ def attribution_row(item: QAItem, kind: str, verdict, a: Attribution) -> dict:
     }
 
 
-def collect(items, index: BM25Index, backend, settings: RunSettings, judge, positives: PositiveIndex, per_kind: int,
-            progress: Progress) -> tuple[list[dict], int]:  # fmt: skip
+def collect(
+    items,
+    index: BM25Index,
+    backend,
+    settings: RunSettings,
+    judge,
+    positives: PositiveIndex,
+    per_kind: int,
+    progress: Progress,
+) -> tuple[list[dict], int]:
     """Rows for the answered windows among per_kind answer-free and per_kind answer-bearing windows, and how many
     windows were read."""
     negative, positive = sample_windows(items, index, positives, settings, per_kind)
@@ -124,15 +132,20 @@ def markdown_table(results: dict) -> str:
     groups = [("all answered windows", results["all"])]
     groups += [(k.replace("_", "-") + " windows", v) for k, v in results["by_kind"].items()]
     groups += [(f"badge {b}", v) for b, v in results["by_badge"].items()]
-    lines = ["| answered windows | n | depends on the cited sentence | on another sentence | on no sentence | "
-             "from memory | answer right |", "|---|---|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        "| answered windows | n | depends on the cited sentence | on another sentence | on no sentence | "
+        "from memory | answer right |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for name, g in groups:
         cells = [_pct(g[f"depends_on_{d}"]) for d in DEPENDS] + [_pct(g["finding_memory"]), _pct(g["right"])]
         lines.append(f"| {name} | {g['n']} | " + " | ".join(cells) + " |")
     lines += ["", "| telling a right answer from a wrong one, by | AUC [95%] |", "|---|---|"]
-    for key, label in (("depends_on_a_sentence", "depends on a sentence (yes / no)"),
-                       ("largest_drop", "the largest drop when one sentence is left out"),
-                       ("p_answer", "the model's P(answer)")):  # fmt: skip
+    for key, label in (
+        ("depends_on_a_sentence", "depends on a sentence (yes / no)"),
+        ("largest_drop", "the largest drop when one sentence is left out"),
+        ("p_answer", "the model's P(answer)"),
+    ):
         a = results["right_vs_wrong_auc"][key]
         lines.append(f"| {label} | {a['value']:.2f} [{a['low']:.2f}, {a['high']:.2f}] |")
     return "\n".join(lines)

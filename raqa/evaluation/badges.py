@@ -31,6 +31,7 @@ from raqa.models.base import Backend, Messages
 from raqa.reading.engine import run
 from raqa.reading.events import Final, RunFailed, WindowVerdict
 from raqa.reading.judge import AnswerJudge
+from raqa.reading.support import with_support
 from raqa.retrieval.index import BM25Index
 from raqa.stats import auc, wilson
 
@@ -78,8 +79,6 @@ class RuleJudge:
             return self.judge.read(question, pages)
 
     def read_ranked(self, question, hits):
-        from raqa.reading.support import with_support
-
         key = (question, tuple(h.page.id for h in hits))
         with self._lock:
             if key not in self.readings:
@@ -97,11 +96,23 @@ def rule_settings(base: RunSettings, judge: RuleJudge) -> RunSettings:
     return base.replace(judge_threshold=weak, gate_threshold=weak, answered_threshold=judge.support.answered)
 
 
-def question_row(item: QAItem, dataset: str, index: BM25Index, backend: SharedReplies, judges: dict,
-                 base: RunSettings, positives: PositiveIndex) -> dict:  # fmt: skip
+def question_row(
+    item: QAItem,
+    dataset: str,
+    index: BM25Index,
+    backend: SharedReplies,
+    judges: dict,
+    base: RunSettings,
+    positives: PositiveIndex,
+) -> dict:
     """One question run under every rule: its final answer and badge, and the judge's page readings."""
-    row: dict = {"id": item.id, "dataset": dataset, "question": item.question, "answers": list(item.answers),
-                 "anywhere": positives.anywhere(item.answers)}  # fmt: skip
+    row: dict = {
+        "id": item.id,
+        "dataset": dataset,
+        "question": item.question,
+        "answers": list(item.answers),
+        "anywhere": positives.anywhere(item.answers),
+    }
     for rule, judge in judges.items():
         events = list(run(item.question, index, backend, rule_settings(base, judge), judge))
         last = events[-1]
@@ -111,23 +122,40 @@ def question_row(item: QAItem, dataset: str, index: BM25Index, backend: SharedRe
         assert isinstance(last, Final)
         verdicts = [e for e in events if isinstance(e, WindowVerdict)]
         end = verdicts[-1] if last.answer is not None else None
-        row[rule] = {"answer": last.answer, "verdict": last.verdict, "windows": last.windows_read,
-                     "support": end.grounding.support if end and end.grounding else None,
-                     "right": answer_contained(last.answer, item.answers)}  # fmt: skip
+        row[rule] = {
+            "answer": last.answer,
+            "verdict": last.verdict,
+            "windows": last.windows_read,
+            "support": end.grounding.support if end and end.grounding else None,
+            "right": answer_contained(last.answer, item.answers),
+        }
         if rule == "after":
             hits = index.search(item.question, base.k)
             readings = judge.read_ranked(item.question, hits)
             row["pages"] = [
-                {"rank": h.rank, "positive": positives.is_positive(h.page, item.answers), "p": round(r.p_answer, 4),
-                 "support": r.support, "exact": exact_match(r.answer, item.answers)}
+                {
+                    "rank": h.rank,
+                    "positive": positives.is_positive(h.page, item.answers),
+                    "p": round(r.p_answer, 4),
+                    "support": r.support,
+                    "exact": exact_match(r.answer, item.answers),
+                }
                 for h, r in zip(hits, readings, strict=True)
-            ]  # fmt: skip
+            ]
     row["model_calls"] = backend.calls
     return row
 
 
-def run_rows(items: Sequence[tuple[str, QAItem]], index, backend: Backend, judge: AnswerJudge, base: RunSettings,
-             positives: PositiveIndex, rows_path: Path, progress: Callable[[], None] = lambda: None) -> list[dict]:  # fmt: skip
+def run_rows(
+    items: Sequence[tuple[str, QAItem]],
+    index,
+    backend: Backend,
+    judge: AnswerJudge,
+    base: RunSettings,
+    positives: PositiveIndex,
+    rows_path: Path,
+    progress: Callable[[], None] = lambda: None,
+) -> list[dict]:
     """Every question's row, resuming from rows_path (rows already there are kept, the rest appended as each is
     made, fan_out.calls_at_once questions at a time); in the items' order. progress() is called once per row."""
     judge_lock = threading.Lock()  # the judge reads one question's pages at a time, whoever asks
@@ -135,8 +163,10 @@ def run_rows(items: Sequence[tuple[str, QAItem]], index, backend: Backend, judge
     def make(work: tuple[str, QAItem]) -> dict:
         dataset, item = work
         readings: dict = {}  # this question's page readings, shared by both rules
-        judges = {"before": RuleJudge(judge, None, readings, judge_lock),
-                  "after": RuleJudge(judge, judge.support, readings, judge_lock)}  # fmt: skip
+        judges = {
+            "before": RuleJudge(judge, None, readings, judge_lock),
+            "after": RuleJudge(judge, judge.support, readings, judge_lock),
+        }
         return question_row(item, dataset, index, SharedReplies(backend), judges, base, positives)
 
     rows = RowsFile(rows_path, None, lambda row: row["id"])  # the file is named after its settings
@@ -173,8 +203,10 @@ def page_scores(rows: Sequence[dict]) -> dict:
     pages = [p for r in rows for p in r.get("pages", [])]
     by_p = ([p["p"] for p in pages if not p["positive"]], [p["p"] for p in pages if p["positive"]])
     score = [p["support"] if p["support"] is not None else 0.0 for p in pages]
-    by_support = ([s for s, p in zip(score, pages, strict=True) if not p["positive"]],
-                  [s for s, p in zip(score, pages, strict=True) if p["positive"]])  # fmt: skip
+    by_support = (
+        [s for s, p in zip(score, pages, strict=True) if not p["positive"]],
+        [s for s, p in zip(score, pages, strict=True) if p["positive"]],
+    )
     return {
         "pages": len(pages),
         "answer_bearing": len(by_p[1]),

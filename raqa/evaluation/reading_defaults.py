@@ -20,8 +20,13 @@ from raqa.retrieval.index import BM25Index
 
 Progress = Callable[[Iterable], Iterable]
 # (w, page order); one page has no order, so w=1 is measured once
-CONFIGS: tuple[tuple[int, str], ...] = ((1, "best_first"), (2, "best_first"), (2, "best_last"),
-                                        (3, "best_first"), (3, "best_last"))  # fmt: skip
+CONFIGS: tuple[tuple[int, str], ...] = (
+    (1, "best_first"),
+    (2, "best_first"),
+    (2, "best_last"),
+    (3, "best_first"),
+    (3, "best_last"),
+)
 
 
 def label(window: int, page_order: str) -> str:

@@ -13,6 +13,7 @@ import platform
 import shlex
 import subprocess
 import time
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -115,3 +116,12 @@ def load_results(out_dir: Path = RESULTS_DIR) -> dict[str, dict]:
 def timed(fn, *args, **kwargs) -> tuple[dict, float]:
     start = time.perf_counter()
     return fn(*args, **kwargs), time.perf_counter() - start
+
+
+@dataclass(frozen=True)
+class Run:
+    """A finished experiment or evaluation: its results, its record's provenance and its wall time."""
+
+    results: dict
+    about: dict  # command, sample, model, adapter, corpus, settings, seconds
+    seconds: float

@@ -3,8 +3,8 @@
 `EXPERIMENTS[name]` holds the runner (experiments.py does the work), the default limit, how many questions
 to draw per question or window kept, and whether it needs the model. `question_pool` draws the questions,
 `run` times the runner and assembles the record's provenance (`Run.about`), and the caller saves it with
-`records.write(name, dataset, run.results, run.about, out_dir)`. `when_to_retrieve` does the same for the
-When-to-retrieve evaluation (`python -m raqa eval-adapt`), whose record is named when_to_retrieve.
+`records.write(name, dataset, run.results, run.about, out_dir)`. The When-to-retrieve evaluation
+(`python -m raqa eval-adapt`) does the same in eval_adapt.py.
 
 Readers come from the service (`Service.reader`), so an experiment reads with exactly the backend and
 calibrated settings a page visitor or `ask --reader` would get. Left out here: parsing options, printing
@@ -13,7 +13,6 @@ and progress bars (cli/), and the scoring itself (experiments.py, when_to_retrie
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -23,8 +22,11 @@ from raqa.evaluation import attribution_eval, call_journal, experiments, reader_
 from raqa.evaluation.fan_out import calls_at_once
 from raqa.evaluation.positives import PositiveIndex
 from raqa.evaluation.questions import QAItem, load_questions
+from raqa.evaluation.records import Run
 from raqa.models.endpoints_file import READER_PREFIX
+from raqa.reading.readers import BASE_READER
 from raqa.retrieval.corpus import page_lookup
+from raqa.retrieval.index import load_or_build
 
 Progress = Callable[[Iterable], Iterable]
 
@@ -67,16 +69,7 @@ class Experiment:
     options: tuple[str, ...] = ()  # the Options fields it uses, repeated in its record's command
 
 
-@dataclass(frozen=True)
-class Run:
-    results: dict
-    about: dict  # command, sample, model, adapter, corpus, settings, seconds
-    seconds: float
-
-
 def _recall(i: Inputs) -> dict:
-    from raqa.retrieval.index import load_or_build
-
     word = load_or_build(i.service.pages, i.service.config.cache_dir, tokenizer="word")
     return experiments.recall(i.pool, {"wordpiece": i.service.index, "word": word}, i.positives, i.progress)
 
@@ -105,7 +98,6 @@ def _reader_comparison(i: Inputs) -> dict:
 
     Raises SettingsError (a ValueError) naming the readers when there is no such reader.
     """
-    from raqa.reading.readers import BASE_READER
 
     o = i.options
     names = [BASE_READER.name] + [n for n in o.reader.split(",") if n and n != BASE_READER.name]
@@ -119,15 +111,23 @@ def _reader_comparison(i: Inputs) -> dict:
     # unanswerable questions come from NQ test: more than half its answers are nowhere in the corpus
     lost_pool = load_questions("nq", "test", o.unanswerable * 10, o.seed)
     return reader_comparison.reader_comparison(
-        i.pool, lost_pool, i.service.index, readers, i.positives, i.limit, o.questions, o.unanswerable, i.progress,
-        judge, o.window,
-    )  # fmt: skip
+        i.pool,
+        lost_pool,
+        i.service.index,
+        readers,
+        i.positives,
+        i.limit,
+        o.questions,
+        o.unanswerable,
+        i.progress,
+        judge,
+        o.window,
+    )
 
 
 def _reading_defaults(i: Inputs) -> dict:
     """The base model, with the answer judge reading every window when the service has one, at each window size
     and in-window page order."""
-    from raqa.reading.readers import BASE_READER
 
     _, backend, settings, judge = i.service.reading(BASE_READER.name, i.base)
     return reading_defaults.reading_defaults(
@@ -137,7 +137,6 @@ def _reading_defaults(i: Inputs) -> dict:
 
 def _attribution(i: Inputs) -> dict:
     """The base model's answered windows, read as the page reads them (the judge giving the badge), attributed."""
-    from raqa.reading.readers import BASE_READER
 
     _, backend, settings, judge = i.service.reading(BASE_READER.name, i.base)
     return attribution_eval.attribution_experiment(
@@ -168,7 +167,7 @@ EXPERIMENTS: dict[str, Experiment] = {
             pool_factor=20,
             local_only="it scores the answer's "
             "log-probability with each sentence left out, which a chat server does not report",
-        ),  # fmt: skip
+        ),
     )
 }
 
@@ -186,8 +185,15 @@ def command_line(experiment: Experiment, dataset: str, limit: int, options: Opti
         named += ["endpoint", "concurrency"]
     chosen = {name: str(getattr(options, name)) for name in named}  # str: an option's 0 or False is stated too
     default = weights == SpeedOptions.weights  # the --weights a rerun needs: none for the default
-    return records.command_line("experiment", experiment.name, dataset=dataset, limit=limit, seed=options.seed,
-                                **chosen, weights=None if default else weights)  # fmt: skip
+    return records.command_line(
+        "experiment",
+        experiment.name,
+        dataset=dataset,
+        limit=limit,
+        seed=options.seed,
+        **chosen,
+        weights=None if default else weights,
+    )
 
 
 def on_server(experiment: Experiment, service, endpoint: str | None):
@@ -196,8 +202,10 @@ def on_server(experiment: Experiment, service, endpoint: str | None):
     if endpoint is None or not experiment.needs_model:
         return service
     if experiment.local_only:
-        raise ValueError(f"{experiment.name} needs the local model's own weights ({experiment.local_only}): run it "
-                         "without --endpoint.")  # fmt: skip
+        raise ValueError(
+            f"{experiment.name} needs the local model's own weights ({experiment.local_only}): run it "
+            "without --endpoint."
+        )
     return served_by(service, endpoint)
 
 
@@ -226,8 +234,10 @@ def journal_key(service, experiment: Experiment) -> str:
     model = f"server {backend.name} ({backend.config.model})" if served else getattr(backend, "name", None)
     weights = None if served else service.config.speed.weights
     judge = service.judge.available
-    return f"{experiment.name} | {records.code_version()} | {model} | weights {weights} | {service.corpus_label} " \
-           f"({len(service.pages)} pages) | judge {judge}"  # fmt: skip
+    return (
+        f"{experiment.name} | {records.code_version()} | {model} | weights {weights} | {service.corpus_label} "
+        f"({len(service.pages)} pages) | judge {judge}"
+    )
 
 
 def server_about(backend, endpoint: str, concurrency: int, reads: str | None = None) -> dict:
@@ -278,57 +288,3 @@ def run(
     if experiment.needs_model and not local:
         about["server"] = server_about(service.backend, options.endpoint, options.concurrency)
     return Run(results, about, seconds)
-
-
-# -- When to retrieve (python -m raqa eval-adapt) ---------------------------------------------------------
-def when_to_retrieve(
-    sets: dict[str, Sequence[QAItem]],
-    popqa: Sequence | None,
-    model,
-    search: Callable,
-    folders: dict,
-    service,
-    about: dict,
-    bar: Callable[[str, int], object],
-    rows=None,
-) -> Run:
-    """NR-LLM, AR-LLM and Adapt-LLM on each question set, and the popularity baseline on PopQA if given.
-
-    about: the command and its sample (command, limit, seed, adapters, and server when the baselines are served);
-    bar(label, total) is a context manager with update(n), e.g. a tqdm bar; rows: the resumable rows
-    (when_to_retrieve.adapt_rows), the questions already there are not asked again.
-    """
-    from raqa.evaluation.when_to_retrieve import evaluate, popularity_rows
-    from raqa.evaluation.when_to_retrieve_scores import summarise_policies
-    from raqa.when_to_retrieve.model import adapter_card
-
-    start = time.perf_counter()
-    results: dict = {"datasets": {}, "rows": {}}
-    for dataset, items in sets.items():
-        with bar(f"eval-adapt {dataset}", len(items)) as shown:
-            made = evaluate(items, model, search, lambda shown=shown: shown.update(1), rows, dataset)
-        results["datasets"][dataset] = summarise_policies(made)
-        results["rows"][dataset] = made
-    if popqa:
-        with bar("eval-adapt popqa", len(popqa)) as shown:
-            pop = popularity_rows(popqa, model, search, about["seed"], lambda: shown.update(1), rows)
-        summary = summarise_policies(pop["rows"])
-        results["datasets"]["popqa"] = {**summary, "threshold": pop["threshold"], "dev_n": pop["dev_n"]}
-        results["rows"]["popqa"] = pop["rows"]
-    seconds = time.perf_counter() - start
-    results["adapters"] = {
-        name: {k: adapter_card(folder).get(k) for k in ("label", "command", "data", "training")}
-        for name, folder in folders.items()
-    }
-    provenance = {
-        "command": about["command"],
-        "sample": {"split": "test", "limit": about["limit"], "seed": about["seed"]},
-        "model": model.name,
-        "adapter": about["adapters"],
-        "corpus": f"{service.corpus_label} ({len(service.pages):,} pages)",
-        "settings": {"retrieval": "BM25 top 1 page, cut to 160 tokens", "decoding": "greedy, at most 32 tokens"},
-        "seconds": round(seconds, 1),
-    }
-    if "server" in about:  # never and always retrieve answered by the served model, Adapt-LLM by the local adapter
-        provenance["server"] = about["server"]
-    return Run(results, provenance, seconds)

@@ -25,13 +25,13 @@ from collections.abc import Callable, Sequence
 
 from raqa.evaluation.when_to_retrieve_scores import RESAMPLES
 from raqa.stats import auc
+from raqa.when_to_retrieve.prompts import parametric_messages
 
 ADAPTER_NAMES = ("baseline", "candidate")
 
 
 def ret_probabilities(model, questions: Sequence[str], adapter: str, progress: Callable[[], None]) -> list[float]:
     """P(<RET>) of the named adapter for each question (the pipeline's adapt policy reads exactly this)."""
-    from raqa.when_to_retrieve.prompts import parametric_messages
 
     out = []
     for question in questions:
@@ -42,8 +42,10 @@ def ret_probabilities(model, questions: Sequence[str], adapter: str, progress: C
 
 def _auc(p_ret: Sequence[float], needs_retrieval: Sequence[bool]) -> float:
     """P(<RET>) against "needs retrieval" (the closed-book answer is wrong, or the question was not known)."""
-    return auc([p for p, n in zip(p_ret, needs_retrieval, strict=True) if not n],
-               [p for p, n in zip(p_ret, needs_retrieval, strict=True) if n])  # fmt: skip
+    return auc(
+        [p for p, n in zip(p_ret, needs_retrieval, strict=True) if not n],
+        [p for p, n in zip(p_ret, needs_retrieval, strict=True) if n],
+    )
 
 
 def _interval(values: list[float]) -> tuple[float | None, float | None]:

@@ -36,8 +36,11 @@ from raqa.when_to_retrieve.uncertainty import closed_book
 READERS = ("base", "base+judge")  # the base model alone (answers as it gives them), and the model + answer judge
 EVAL_POLICIES = ("never", "always", "adapt")  # eval-adapt's policies on every question set
 PAGE_POLICIES = ("adapt", "p_true", "token_probability", "sequence_probability", "never", "always")  # the tab's
-MEMORY_QUESTIONS = ("What is the capital of France?", "Who wrote Romeo and Juliet?",
-                    "How many legs does a spider have?")  # fmt: skip
+MEMORY_QUESTIONS = (
+    "What is the capital of France?",
+    "Who wrote Romeo and Juliet?",
+    "How many legs does a spider have?",
+)
 
 
 def _scores(text: str | None, golds: Sequence[str]) -> dict:
@@ -176,8 +179,14 @@ def adapt_rows(path: Path | None, settings_key: str) -> RowsFile:
     return RowsFile(path, settings_key, lambda row: (row["group"], row["id"]))
 
 
-def evaluate(items: Iterable[QAItem], model, search: Callable, progress: Callable[[], None] = lambda: None,
-             rows: RowsFile | None = None, group: str = "") -> list[dict]:  # fmt: skip
+def evaluate(
+    items: Iterable[QAItem],
+    model,
+    search: Callable,
+    progress: Callable[[], None] = lambda: None,
+    rows: RowsFile | None = None,
+    group: str = "",
+) -> list[dict]:
     """Each question's row (evaluate_question), from rows where it is there, else made (fan_out.calls_at_once
     questions at a time) and added to them; in the items' order. progress() is called once per row."""
 
@@ -245,8 +254,14 @@ def example_decisions(model, results: dict) -> list[dict]:
     out = []
     for question in example_questions():
         answer, signals = closed_book(model, question)
-        out.append({"question": question, "closed_book": answer, "p_ret": round(1.0 - signals["not_ret"], 4),
-                    "signals": {k: round(v, 4) for k, v in signals.items()}})  # fmt: skip
+        out.append(
+            {
+                "question": question,
+                "closed_book": answer,
+                "p_ret": round(1.0 - signals["not_ret"], 4),
+                "signals": {k: round(v, 4) for k, v in signals.items()},
+            }
+        )
     return out
 
 

@@ -1,24 +1,23 @@
-"""The When-to-retrieve evaluation's scores, from its rows (when_to_retrieve.py), for both verbs' tables.
+"""The When-to-retrieve pipeline's scores (eval-pipeline), from the evaluation's rows (when_to_retrieve.py).
 
-eval-pipeline (`summarise`): every configuration (closed-book at a signal's dev-chosen threshold, always retrieve, or
+Every configuration (closed-book at a signal's dev-chosen threshold, always retrieve, or
 a policy deciding and a reader's windows ending it) by accuracy, coverage, selective accuracy and "I don't know" where
 the corpus has no answer; thresholds by Youden's J on dev rows, never on test; risk-coverage curves and AUCs.
-eval-adapt (`summarise_policies`): the Adapt-LLM paper's policies, its Table 3 and a cross-fitted P(<RET>) threshold.
+Left out: eval-adapt's scores of the Adapt-LLM paper's policies (policy_scores.py), from the same rows.
 """
 
 from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
-from raqa.evaluation.when_to_retrieve import EVAL_POLICIES, READERS
-from raqa.stats import auc, best_accuracy, mean_interval, proportion, youden
+from raqa.evaluation.when_to_retrieve import READERS
+from raqa.stats import auc, proportion, youden
 from raqa.when_to_retrieve.pipeline import POLICY_SIGNAL, decide_retrieval
 from raqa.when_to_retrieve.uncertainty import SIGNALS
 
 RESAMPLES = 1000
-METRICS = ("accuracy", "exact_match")  # eval-adapt's two scores: a gold answer contained, exact match
 AUC_TARGET, IDK_TARGET = 0.70, 2 / 3
 
 
@@ -40,8 +39,11 @@ def youden_threshold(rows: Sequence[dict], signal: str) -> float:
 def policy_threshold(policy: str, confidence_threshold: float) -> float:
     """The threshold in the policy's own units: P(<RET>) for adapt (retrieve at or above), else the confidence."""
     if policy == "adapt":
-        return min(1.0, max(0.0, 1.0 - confidence_threshold)) if math.isfinite(confidence_threshold) else (
-            0.0 if confidence_threshold > 0 else 1.0)  # fmt: skip
+        return (
+            min(1.0, max(0.0, 1.0 - confidence_threshold))
+            if math.isfinite(confidence_threshold)
+            else (0.0 if confidence_threshold > 0 else 1.0)
+        )
     return confidence_threshold
 
 
@@ -58,8 +60,12 @@ def _pick(row: dict, retrieve: bool, reader: str) -> dict:
     """The reader's ending when the decision is to retrieve, else the closed-book answer."""
     source = row["readers"][reader] if retrieve else row["closed_book"]
     answered = bool(source["answer"])
-    return {"answered": answered, "correct": answered and source["correct"], "exact": answered and source["exact"],
-            "retrieved": retrieve}  # fmt: skip
+    return {
+        "answered": answered,
+        "correct": answered and source["correct"],
+        "exact": answered and source["exact"],
+        "retrieved": retrieve,
+    }
 
 
 def _finite(policy: str, threshold: float | None) -> float | None:
@@ -108,8 +114,13 @@ def signal_auc(rows: Sequence[dict], signal: str, seed: int = 0) -> dict:
     rng = random.Random(seed)
     boots = sorted(v for v in (value(rng.choices(rows, k=len(rows))) for _ in range(RESAMPLES)) if v == v)
     low, high = (boots[int(0.025 * len(boots))], boots[int(0.975 * len(boots)) - 1]) if boots else (None, None)
-    return {"value": None if point != point else round(point, 4), "low": low, "high": high, "n": len(rows),
-            "wrong": sum(not r["closed_book"]["correct"] for r in rows)}  # fmt: skip
+    return {
+        "value": None if point != point else round(point, 4),
+        "low": low,
+        "high": high,
+        "n": len(rows),
+        "wrong": sum(not r["closed_book"]["correct"] for r in rows),
+    }
 
 
 def closed_book_curve(rows: Sequence[dict], signal: str) -> dict:
@@ -119,8 +130,11 @@ def closed_book_curve(rows: Sequence[dict], signal: str) -> dict:
     for i, row in enumerate(ranked, 1):
         wrong += not row["closed_book"]["correct"]
         points.append((i / len(ranked), wrong / i))
-    return {"coverage": [round(c, 4) for c, _ in points], "risk": [round(r, 4) for _, r in points],
-            "aurc": round(sum(r for _, r in points) / len(points), 4) if points else None}  # fmt: skip
+    return {
+        "coverage": [round(c, 4) for c, _ in points],
+        "risk": [round(r, 4) for _, r in points],
+        "aurc": round(sum(r for _, r in points) / len(points), 4) if points else None,
+    }
 
 
 def pipeline_curve(rows: Sequence[dict], policy: str, reader: str) -> dict:
@@ -138,8 +152,11 @@ def pipeline_curve(rows: Sequence[dict], policy: str, reader: str) -> dict:
         return {"coverage": [p[0] for p in points], "risk": [p[1] for p in points], "aurc": None}
     area = sum((c2 - c1) * (r1 + r2) / 2 for (c1, r1), (c2, r2) in zip(points, points[1:], strict=False))
     span = points[-1][0] - points[0][0]
-    return {"coverage": [round(c, 4) for c, _ in points], "risk": [round(r, 4) for _, r in points],
-            "aurc": round(area / span, 4) if span > 0 else round(points[0][1], 4)}  # fmt: skip
+    return {
+        "coverage": [round(c, 4) for c, _ in points],
+        "risk": [round(r, 4) for _, r in points],
+        "aurc": round(area / span, 4) if span > 0 else round(points[0][1], 4),
+    }
 
 
 def _selective_difference(rows, a: tuple, b: tuple, seed: int = 0) -> dict:
@@ -189,7 +206,7 @@ def targets(rows: Sequence[dict], table: dict, configs: dict, aucs: dict) -> dic
         "best_abstaining_pipeline": best_abstaining,
         "best_abstaining_minus_always_base": _selective_difference(
             rows, configs[best_abstaining], configs["always:base"]
-        ),  # fmt: skip
+        ),
         "best_signal_auc": best_auc,
         "auc_target_met": best_auc >= AUC_TARGET,
     }
@@ -213,14 +230,14 @@ def summarise(dev_rows: Sequence[dict], test_rows: Sequence[dict]) -> dict:
             "thresholds": {s: (t if math.isfinite(t) else str(t)) for s, t in thresholds.items()},
             "configurations": {
                 n: {"policy": c[0], "threshold": _json_number(c[1]), "reader": c[2]} for n, c in configs.items()
-            },  # fmt: skip
+            },
             "table": table,
             "auc": aucs,
             "curves": {
                 "closed_book": {s: closed_book_curve(test, s) for s in SIGNALS},
                 "pipeline": {
                     f"{p}:{reader}": pipeline_curve(test, p, reader) for p in POLICY_SIGNAL for reader in READERS
-                },  # fmt: skip
+                },
             },
             "targets": targets(test, table, configs, aucs),
         }
@@ -229,120 +246,3 @@ def summarise(dev_rows: Sequence[dict], test_rows: Sequence[dict]) -> dict:
 
 def _json_number(value):
     return value if value is None or math.isfinite(value) else str(value)
-
-
-# -- eval-adapt: the Adapt-LLM paper's policies ----------------------------------------------------------------
-def _share(rows: Sequence[dict], get: Callable[[dict], bool]) -> dict:
-    return proportion([bool(get(r)) for r in rows]).as_dict()
-
-
-def table3(rows: Sequence[dict]) -> dict:
-    """The paper's Table 3: Adapt-LLM's accuracy with and without context, split by its <RET> decision."""
-    out = {}
-    for name, asked in (("asked_ret", True), ("answered_directly", False)):
-        group = [r for r in rows if r["adapt"]["asked_ret"] == asked and r["adapt_other"] is not None]
-        with_ctx = [r["adapt"] if asked else r["adapt_other"] for r in group]
-        without = [r["adapt_other"] if asked else r["adapt"] for r in group]
-        out[name] = {
-            "n": len(group),
-            "share_of_questions": _share(rows, lambda r, asked=asked: r["adapt"]["asked_ret"] == asked),
-            "with_context": {m: proportion([x[m] for x in with_ctx]).as_dict() for m in ("accuracy", "exact_match")},
-            "without_context": {m: proportion([x[m] for x in without]).as_dict() for m in ("accuracy", "exact_match")},
-        }
-    return out
-
-
-def _both_ways(row: dict) -> tuple[dict, dict] | None:
-    """Adapt-LLM's (closed-book, with-page) answers for a row: both are computed for every question."""
-    other = row["adapt_other"]
-    if other is None:
-        return None
-    return (other, row["adapt"]) if row["adapt"]["asked_ret"] else (row["adapt"], other)
-
-
-def _at_threshold(rows: Sequence[dict], t: float) -> tuple[list[bool], dict[str, list[bool]]]:
-    """(retrieved, correct by metric) per row when Adapt-LLM retrieves exactly when P(<RET>) >= t."""
-    went = [r["adapt"]["ret_probability"] >= t for r in rows]
-    picked = [_both_ways(r)[go] for r, go in zip(rows, went, strict=True)]
-    return went, {m: [bool(answer[m]) for answer in picked] for m in METRICS}
-
-
-def _cuts(rows: Sequence[dict]) -> list[float]:
-    return sorted({r["adapt"]["ret_probability"] for r in rows} | {0.0, 1.01}, reverse=True)
-
-
-def threshold_curve(rows: Sequence[dict]) -> list[dict]:
-    """Accuracy and retrieval rate for every threshold on P(<RET>): from never (t above all) to always (t=0)."""
-    usable = [r for r in rows if _both_ways(r) is not None]
-    n, points = len(usable) or 1, []
-    for t in _cuts(usable):
-        went, correct = _at_threshold(usable, t)
-        points.append({"threshold": t, "retrieval_rate": sum(went) / n, **{m: sum(c) / n for m, c in correct.items()}})
-    return points
-
-
-def cross_fitted_threshold(rows: Sequence[dict], seed: int = 0) -> dict:
-    """Adapt-LLM with a threshold on P(<RET>) instead of its greedy token, out of fold: the best threshold on one
-    seeded half of the questions (ties: the one that retrieves least) decides the other half, and vice versa."""
-    usable = [r for r in rows if _both_ways(r) is not None]
-    order = random.Random(seed).sample(range(len(usable)), len(usable))
-    folds = [[usable[i] for i in order[: len(order) // 2]], [usable[i] for i in order[len(order) // 2 :]]]
-    retrieved, scores, thresholds = [], {m: [] for m in METRICS}, []
-    for tune_on, apply_to in ((folds[0], folds[1]), (folds[1], folds[0])):
-        correct_at = lambda t, on=tune_on: sum(_at_threshold(on, t)[1]["accuracy"])  # noqa: E731
-        thresholds.append(best_accuracy(_cuts(tune_on), correct_at) if tune_on else 1.01)
-        went, correct = _at_threshold(apply_to, thresholds[-1])
-        retrieved += went
-        for metric in METRICS:
-            scores[metric] += correct[metric]
-    return {
-        "thresholds": thresholds,
-        "retrieval_rate": proportion(retrieved).as_dict(),
-        **{metric: proportion(flags).as_dict() for metric, flags in scores.items()},
-    }
-
-
-def _auc(rows: Sequence[dict]) -> float | None:
-    known = [r["adapt"]["ret_probability"] for r in rows if r["never"]["accuracy"]]
-    unknown = [r["adapt"]["ret_probability"] for r in rows if not r["never"]["accuracy"]]
-    value = auc(known, unknown)
-    return None if value != value else round(value, 4)  # NaN (one group empty) -> null
-
-
-def summarise_policies(rows: Sequence[dict]) -> dict:
-    """eval-adapt's summary of one question set (with the popularity policy where the rows have it: PopQA test)."""
-    if not rows:
-        raise ValueError("No evaluated questions to summarise.")
-    named = [p for p in (*EVAL_POLICIES, "popularity") if p in rows[0]]
-    policies = {p: {m: _share(rows, lambda r, p=p, m=m: r[p][m]) for m in METRICS} for p in named}
-    asked = [r["adapt"]["ret_probability"] for r in rows if r["adapt"]["asked_ret"]]
-    direct = [r["adapt"]["ret_probability"] for r in rows if not r["adapt"]["asked_ret"]]
-    fitted = cross_fitted_threshold(rows)
-    policies["adapt_threshold"] = {m: fitted[m] for m in METRICS}
-    summary = {
-        "n": len(rows),
-        "policies": policies,
-        "adapt_threshold": fitted,
-        "threshold_curve": threshold_curve(rows),
-        "ret_rate": _share(rows, lambda r: r["adapt"]["asked_ret"]),
-        "mean_ret_probability": {
-            "asked_ret": sum(asked) / len(asked) if asked else None,
-            "answered_directly": sum(direct) / len(direct) if direct else None,
-        },
-        # does P(<RET>) rank the questions NR-LLM gets wrong (retrieval needed) above those it gets right?
-        "ret_probability_auc": _auc(rows),
-        "top_page_has_answer": _share(rows, lambda r: r["always"].get("page_has_answer")),
-        "nr_knows": _share(rows, lambda r: r["never"]["accuracy"]),
-        "differences": {
-            f"adapt_minus_{b}": {m: _difference(rows, "adapt", b, m) for m in METRICS} for b in ("never", "always")
-        },
-        "table3": table3(rows),
-    }
-    if "popularity" in named:
-        summary["popularity_retrieval_rate"] = _share(rows, lambda r: r["popularity"]["retrieved"])
-    return summary
-
-
-def _difference(rows: Sequence[dict], a: str, b: str, metric: str) -> dict:
-    """a minus b on the same questions, with a paired bootstrap interval."""
-    return mean_interval([float(r[a][metric]) - float(r[b][metric]) for r in rows]).as_dict()

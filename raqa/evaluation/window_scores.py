@@ -58,8 +58,9 @@ def read_window(question: str, window, backend, settings: RunSettings, judge=Non
 
 def score_windows(negative, positive, backend, settings: RunSettings, judge=None) -> dict:
     """One reader on fixed negative and positive windows: false answers, exact match, the badge, P(answer)."""
-    verdicts = fan_out(lambda iw: (iw[0], read_window(iw[0].question, iw[1], backend, settings, judge)),
-                       [*negative, *positive])  # fmt: skip
+    verdicts = fan_out(
+        lambda iw: (iw[0], read_window(iw[0].question, iw[1], backend, settings, judge)), [*negative, *positive]
+    )
     on_negative, on_positive = verdicts[: len(negative)], verdicts[len(negative) :]
     answers = [v.reply.answer if _answered(v) else None for _, v in on_positive]
     every = on_negative + on_positive

@@ -74,8 +74,9 @@ def _check(entry: object, where: str) -> EndpointConfig:
                 f"{where}: field {name!r} must be a whole number of {least} or more, got {value!r}."
             )
     if entry.get("concurrency", 1) > MAX_CONCURRENCY:
-        raise EndpointConfigError(f"{where}: field 'concurrency' must be at most {MAX_CONCURRENCY}, got "
-                                  f"{entry['concurrency']!r}.")  # fmt: skip
+        raise EndpointConfigError(
+            f"{where}: field 'concurrency' must be at most {MAX_CONCURRENCY}, got {entry['concurrency']!r}."
+        )
     return EndpointConfig(**{**entry, "name": entry["name"].strip()})
 
 

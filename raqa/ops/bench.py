@@ -196,9 +196,13 @@ def machine(about: dict) -> dict:
 def command(args: argparse.Namespace) -> str:
     speed_questions = getattr(args, "speed_questions", SPEED_QUESTIONS)
     named = {name: getattr(args, name, None) for name in ("no_llama_cpp", "corpus", "model", "adapter", "out")}
-    return command_line("bench", queries=args.queries, token_questions=args.token_questions,
-                        speed_questions=speed_questions if speed_questions != SPEED_QUESTIONS else None,
-                        **named)  # fmt: skip
+    return command_line(
+        "bench",
+        queries=args.queries,
+        token_questions=args.token_questions,
+        speed_questions=speed_questions if speed_questions != SPEED_QUESTIONS else None,
+        **named,
+    )
 
 
 def to_json(args: argparse.Namespace, r: BenchResults, corpus: str, model: str, about: dict | None = None) -> dict:
@@ -282,9 +286,13 @@ def run_bench(args: argparse.Namespace, config: AppConfig) -> tuple[BenchResults
     if speed_questions:
         with watch.part("speed-ups off and on"):
             speed = compare_speed(
-                index, backend, questions[:speed_questions], questions[:VERDICT_QUESTIONS],
-                not getattr(args, "no_llama_cpp", False), decode,
-            )  # fmt: skip
+                index,
+                backend,
+                questions[:speed_questions],
+                questions[:VERDICT_QUESTIONS],
+                not getattr(args, "no_llama_cpp", False),
+                decode,
+            )
     results = BenchResults(
         index_times, latency, model_load, throughput, start, asked, verdicts, tokens, watch.shares, speed
     )

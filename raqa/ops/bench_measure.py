@@ -18,6 +18,8 @@ import numpy as np
 from raqa.config import AppConfig, RunSettings
 from raqa.models.local import TransformersBackend
 from raqa.ops.bench_timing import latencies_ms, percentile, progress, say, timed
+from raqa.reading.engine import run, run_to_final
+from raqa.reading.events import Final, WindowVerdict
 from raqa.retrieval.corpus import Page
 from raqa.retrieval.index import K1, B, BM25Index, load_or_build
 from raqa.retrieval.tokenize import get_tokenizer
@@ -200,8 +202,6 @@ def first_verdict_seconds(
     index: BM25Index, backend: TransformersBackend, question: str, settings: RunSettings
 ) -> float | None:
     """Seconds from run() to its first WindowVerdict; None when the run fails before reading anything."""
-    from raqa.reading.engine import run
-    from raqa.reading.events import WindowVerdict
 
     start = time.perf_counter()
     with contextlib.closing(run(question, index, backend, settings)) as events:
@@ -223,8 +223,6 @@ def token_costs(
     index: BM25Index, backend: TransformersBackend, questions: Sequence[str], settings: RunSettings = TOKEN_SETTINGS
 ) -> TokenCosts:
     """Mean prompt tokens of full iterative runs, and of one Top-K prompt over the same K (Final event fields)."""
-    from raqa.reading.engine import run_to_final
-    from raqa.reading.events import Final
 
     finals = [run_to_final(q, index, backend, settings) for q in progress(questions, "iterative runs")]
     done = [f for f in finals if isinstance(f, Final)]

@@ -23,6 +23,7 @@ from typing import NamedTuple
 
 from raqa.config import AppConfig, RunSettings, SpeedOptions
 from raqa.models.base import Backend, Choice, Usage
+from raqa.models.endpoint import EndpointBackend, EndpointConfig
 from raqa.models.local import embedded_model_path
 from raqa.ops.bench_decode import DecodeComparison, compare_decode, decode_record
 from raqa.ops.bench_measure import VERDICT_SETTINGS, VerdictTimes, first_verdict_seconds
@@ -125,8 +126,7 @@ def all_at_once(backend: Backend, messages: Sequence) -> float:
 
 def llama_cpp_replies(messages: Sequence) -> tuple[ReplyTimes | None, str | None]:
     """The same windows through llama.cpp's server on the embedded GGUF; (None, why) when it cannot run."""
-    from raqa.models.endpoint import EndpointBackend, EndpointConfig
-    from raqa.ops.llama_server import ALIAS, llama_cpp_server
+    from raqa.ops.llama_server import ALIAS, llama_cpp_server  # lazy: imports torch
 
     try:
         with llama_cpp_server(embedded_model_path()) as url:
@@ -315,7 +315,7 @@ def speed_record(s: SpeedComparison | None) -> dict | None:
             "on": s.verdict_on._asdict(),
             "p50_off": s.verdict_off.p50,
             "p50_on": s.verdict_on.p50,
-        },  # fmt: skip
+        },
         "replies": {
             name: None if r is None else {**r._asdict(), "p50": r.p50, "decode_tok_s": r.decode_tok_s}
             for name, r in replies.items()

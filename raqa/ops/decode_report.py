@@ -12,8 +12,11 @@ from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parents[2] / "assets" / "results"
 QUALITY = RESULTS / "decode-weights"
-PATH_LABELS = {"fp32": "fp32 weights", "int4": "packed weights (int4 layers, int8 vocabulary)",
-               "llama_cpp_in_process": "llama.cpp in-process (Q4_1 GGUF)"}  # fmt: skip
+PATH_LABELS = {
+    "fp32": "fp32 weights",
+    "int4": "packed weights (int4 layers, int8 vocabulary)",
+    "llama_cpp_in_process": "llama.cpp in-process (Q4_1 GGUF)",
+}
 
 
 def _interval(e: dict) -> str:
@@ -33,8 +36,10 @@ def load_records(results: Path = RESULTS) -> dict:
 def markdown_table(records: dict) -> str:
     """Speed (bench, load test) and quality (reader comparison), fp32 weights against packed ones."""
     speed, load = records["bench"]["speed"], records["load"]["results"]
-    lines = ["| in-process, one stream, same prompt ids (`bench.json` speed) | prefill tok/s | decode tok/s |",
-             "|---|---|---|"]  # fmt: skip
+    lines = [
+        "| in-process, one stream, same prompt ids (`bench.json` speed) | prefill tok/s | decode tok/s |",
+        "|---|---|---|",
+    ]
     for name, label in PATH_LABELS.items():
         p = speed[name]
         lines.append(f"| {label} | {p['prefill_tok_s']:.0f} | {p['decode_tok_s']:.1f} |")
@@ -61,17 +66,24 @@ def markdown_table(records: dict) -> str:
         + ("met" if l_packed["p95_s"] <= 30 else "**missed**")
         + " |"
     )
-    lines += ["", "| TriviaQA test windows, page defaults (`decode-weights/`) | fp32 weights | packed weights |",
-              "|---|---|---|"]  # fmt: skip
+    lines += [
+        "",
+        "| TriviaQA test windows, page defaults (`decode-weights/`) | fp32 weights | packed weights |",
+        "|---|---|---|",
+    ]
     for reader in records["fp32"]["results"]["readers"]:
         a = records["fp32"]["results"]["readers"][reader]["windows"]
         b = records["int4"]["results"]["readers"][reader]["windows"]
-        rows = (("exact match on answer-bearing windows", "exact_match_on_positive"),
-                ("answers on answer-free windows", "false_answer_rate_on_negative"))  # fmt: skip
+        rows = (
+            ("exact match on answer-bearing windows", "exact_match_on_positive"),
+            ("answers on answer-free windows", "false_answer_rate_on_negative"),
+        )
         for label, key in rows:
             lines.append(f"| {reader}: {label} | {_interval(a[key])} | {_interval(b[key])} |")
-        lines.append(f"| {reader}: P(answer) AUC, answer-bearing vs answer-free | {a['auc_p_answer']:.3f} | "
-                     f"{b['auc_p_answer']:.3f} |")  # fmt: skip
+        lines.append(
+            f"| {reader}: P(answer) AUC, answer-bearing vs answer-free | {a['auc_p_answer']:.3f} | "
+            f"{b['auc_p_answer']:.3f} |"
+        )
         pa, pb = a["badge_lexical"]["precision"], b["badge_lexical"]["precision"]
         lines.append(
             f"| {reader}: supported answers that are right (lexical badge) | {_interval(pa)} | {_interval(pb)} |"

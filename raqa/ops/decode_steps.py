@@ -12,6 +12,8 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 
+import numpy as np
+
 Step = Callable[[list[int]], object]  # feed tokens, get the logits after the last (a tensor or an array)
 
 
@@ -41,7 +43,6 @@ def same_next_token(start: Callable[[], Step], prompt: Sequence[int], reference:
 def llama_cpp_steps(gguf: str, threads: int, context: int) -> Callable[[], Step]:
     """Steps through llama.cpp in-process; raises ImportError when llama-cpp-python is not installed."""
     import llama_cpp
-    import numpy as np
 
     llm = llama_cpp.Llama(model_path=gguf, n_threads=threads, n_threads_batch=threads, n_ctx=context, verbose=False)
 

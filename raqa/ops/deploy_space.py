@@ -29,19 +29,38 @@ SAMPLE_BYTES = 512  # what huggingface_hub sends the Hub of each file to decide 
 LEFT_OUT = ("tests/*", ".ci/*", "requirements-dev.txt", "requirements-server.txt", ".gitignore")
 # a folder anywhere on the path that holds caches or virtual environments
 REFUSED_FOLDERS = {
-    "__pycache__": "a Python cache", ".pytest_cache": "pytest's cache", ".ruff_cache": "ruff's cache",
-    ".mypy_cache": "mypy's cache", ".hypothesis": "hypothesis's cache", ".ipynb_checkpoints": "a notebook cache",
-    ".cache": "a cache", ".venv": "a virtual environment", "venv": "a virtual environment",
-    "site-packages": "installed packages", "node_modules": "installed packages", ".git": "git's own files",
-}  # fmt: skip
+    "__pycache__": "a Python cache",
+    ".pytest_cache": "pytest's cache",
+    ".ruff_cache": "ruff's cache",
+    ".mypy_cache": "mypy's cache",
+    ".hypothesis": "hypothesis's cache",
+    ".ipynb_checkpoints": "a notebook cache",
+    ".cache": "a cache",
+    ".venv": "a virtual environment",
+    "venv": "a virtual environment",
+    "site-packages": "installed packages",
+    "node_modules": "installed packages",
+    ".git": "git's own files",
+}
 # file names of secrets and compiled files
 REFUSED_NAMES = {
-    ".env": "an environment file (secrets)", ".env.*": "an environment file (secrets)",
-    "*.pem": "a key or certificate", "*.key": "a private key", "*.p12": "a key store", "*.pfx": "a key store",
-    "id_rsa*": "an SSH key", "id_ed25519*": "an SSH key", ".netrc": "login credentials", ".pypirc": "PyPI credentials",
-    "token": "a token file", "*.token": "a token file", "hf_token": "a token file", "credentials*": "credentials",
-    "secrets.*": "secrets", "*.pyc": "compiled Python",
-}  # fmt: skip
+    ".env": "an environment file (secrets)",
+    ".env.*": "an environment file (secrets)",
+    "*.pem": "a key or certificate",
+    "*.key": "a private key",
+    "*.p12": "a key store",
+    "*.pfx": "a key store",
+    "id_rsa*": "an SSH key",
+    "id_ed25519*": "an SSH key",
+    ".netrc": "login credentials",
+    ".pypirc": "PyPI credentials",
+    "token": "a token file",
+    "*.token": "a token file",
+    "hf_token": "a token file",
+    "credentials*": "credentials",
+    "secrets.*": "secrets",
+    "*.pyc": "compiled Python",
+}
 # contents that are secrets whatever the file is called
 SECRET_TEXT = {
     "a Hugging Face token": re.compile(rb"\bhf_[A-Za-z0-9]{30,}\b"),

@@ -1,22 +1,20 @@
 """The docs' measured tables, each a function from committed files to Markdown (python -m raqa.ops.render_docs
 writes them into docs/ between their markers; tests/test_docs.py holds the pages to them).
 
-Every table starts by naming the file it reads and the command that remakes that file. Where a module already
-formats its record (attribution, decode weights, the server comparison, the judge card), the table is that module's;
-the rest are formatted here, one function a table. Left out: the pages' prose, and running anything.
+This module holds the quality tables (reading, the judge, when to retrieve) and the helpers every table uses; the
+speed, reliability, server and limits tables are in docs_tables_ops.py, and render_docs.py lists them all. Every
+table starts by naming the file it reads and the command that remakes that file. Where a module already formats its
+record (attribution, the judge card), the table is that module's. Left out: the pages' prose, and running anything.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from statistics import linear_regression
 
-from raqa.config import PublicLimits
 from raqa.evaluation.attribution_eval import markdown_table as attribution_table
-from raqa.ops import decode_report, server_experiment
 from raqa.training.support_fit import card_section
 from raqa.when_to_retrieve.pipeline import PIPELINE_TITLES
 from raqa.when_to_retrieve.uncertainty import SIGNAL_TITLES
@@ -25,19 +23,19 @@ ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "assets" / "results"
 
 
-def _load(path: str) -> dict:
+def load_record(path: str) -> dict:
     return json.loads((ROOT / path).read_text(encoding="utf-8"))
 
 
-def _source(path: str, record: dict) -> str:
+def source_line(path: str, record: dict) -> str:
     """Which file a table is read from and the command that remakes that file, with its code version and date."""
     when = record.get("created") or record.get("date") or ""
     version = f", {record['code_version']}, {when[:10]}" if record.get("code_version") else ""
     return f"`{path}`, made by `{record['command']}`{version}"
 
 
-def _made_by(path: str, record: dict) -> str:
-    return f"From {_source(path, record)}:"
+def made_by(path: str, record: dict) -> str:
+    return f"From {source_line(path, record)}:"
 
 
 def _share(e: Mapping, digits: int = 1, n: bool = True) -> str:
@@ -53,21 +51,26 @@ def _points(diff: Mapping) -> str:
     return f"{diff['value'] * 100:+.1f} points [{diff['low'] * 100:+.1f}, {diff['high'] * 100:+.1f}]"
 
 
-def _table(header: Iterable[str], rows: Iterable[Iterable[str]]) -> list[str]:
+def markdown_rows(header: Iterable[str], rows: Iterable[Iterable[str]]) -> list[str]:
     header = list(header)
     return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + ["| " + " | ".join(r) + " |" for r in rows]
 
 
 def attribution() -> str:
     path = "assets/results/attribution-triviaqa.json"
-    record = _load(path)
+    record = load_record(path)
     r = record["results"]
     cost, longest = r["seconds_per_window"], r["seconds_per_window_max"]
-    return "\n".join([
-        _made_by(path, record), "", attribution_table(r), "",
-        f"Cost, measured in the same run: {cost['value']:.1f} s a window on average [{cost['low']:.1f}, "
-        f"{cost['high']:.1f}] (n = {cost['n']}), at most {longest:.1f} s.",
-    ])  # fmt: skip
+    return "\n".join(
+        [
+            made_by(path, record),
+            "",
+            attribution_table(r),
+            "",
+            f"Cost, measured in the same run: {cost['value']:.1f} s a window on average [{cost['low']:.1f}, "
+            f"{cost['high']:.1f}] (n = {cost['n']}), at most {longest:.1f} s.",
+        ]
+    )
 
 
 NEGATIVE_COLUMNS = (
@@ -79,19 +82,23 @@ NEGATIVE_COLUMNS = (
 
 def negative_windows() -> str:
     path = "assets/results/negative_windows-triviaqa.json"
-    record = _load(path)
+    record = load_record(path)
     rows = [[str(r["shots"])] + [_share(r[key], 0) for _, key in NEGATIVE_COLUMNS] for r in record["results"]["rows"]]
     header = ["worked examples in the prompt"] + [label for label, _ in NEGATIVE_COLUMNS]
-    return "\n".join([_made_by(path, record), "", *_table(header, rows)])
+    return "\n".join([made_by(path, record), "", *markdown_rows(header, rows)])
 
 
 def readers() -> str:
     path = "assets/results/reader_comparison-triviaqa-w1.json"
-    record = _load(path)
-    rows = [[f"{r['label']} (`{name}`)"] + [_share(r["windows"][key], 0) for _, key in NEGATIVE_COLUMNS]
-            + [f"{r['windows']['auc_p_answer']:.3f}"] for name, r in record["results"]["readers"].items()]  # fmt: skip
+    record = load_record(path)
+    rows = [
+        [f"{r['label']} (`{name}`)"]
+        + [_share(r["windows"][key], 0) for _, key in NEGATIVE_COLUMNS]
+        + [f"{r['windows']['auc_p_answer']:.3f}"]
+        for name, r in record["results"]["readers"].items()
+    ]
     header = ["reader", *(label for label, _ in NEGATIVE_COLUMNS), "P(answer) AUC, answer-bearing vs answer-free"]
-    return "\n".join([_made_by(path, record), "", *_table(header, rows)])
+    return "\n".join([made_by(path, record), "", *markdown_rows(header, rows)])
 
 
 BADGE_ROWS = (
@@ -107,61 +114,96 @@ BADGE_ROWS = (
 
 def badges() -> str:
     path = "assets/results/badges-nq+triviaqa.json"
-    record = _load(path)
+    record = load_record(path)
     sets = record["results"]
     header = ["per question"] + [f"{d} {when}" for d in sets for when in ("before", "after")]
-    rows = [[label] + [_share(sets[d]["per_question"][when][key]) for d in sets for when in ("before", "after")]
-            for label, key in BADGE_ROWS]  # fmt: skip
-    pages = [f"- {d}: the judge over every top-15 page ({p['pages']:,} pages, {p['answer_bearing']} answer-bearing): "
-             f"AUC of answer-bearing vs answer-free pages by P(answer) {p['auc_before']:.3f}, by support "
-             f"{p['auc_after']:.3f}; its own extraction exactly right on answer-bearing pages "
-             f"{_share(p['judge_exact_match_on_answer_bearing'], 0)}; {s['model_calls']:,} model calls"
-             for d, s in sets.items() if (p := s["pages"])]  # fmt: skip
-    return "\n".join([_made_by(path, record), "", *_table(header, rows), "", *pages])
+    rows = [
+        [label] + [_share(sets[d]["per_question"][when][key]) for d in sets for when in ("before", "after")]
+        for label, key in BADGE_ROWS
+    ]
+    pages = [
+        f"- {d}: the judge over every top-15 page ({p['pages']:,} pages, {p['answer_bearing']} answer-bearing): "
+        f"AUC of answer-bearing vs answer-free pages by P(answer) {p['auc_before']:.3f}, by support "
+        f"{p['auc_after']:.3f}; its own extraction exactly right on answer-bearing pages "
+        f"{_share(p['judge_exact_match_on_answer_bearing'], 0)}; {s['model_calls']:,} model calls"
+        for d, s in sets.items()
+        if (p := s["pages"])
+    ]
+    return "\n".join([made_by(path, record), "", *markdown_rows(header, rows), "", *pages])
 
 
 def support() -> str:
     path = "assets/judge/support.json"
-    section = card_section(_load(path)).strip().split("\n", 1)[1]  # less the card's heading: the page has its own
+    section = card_section(load_record(path)).strip().split("\n", 1)[1]  # less the card's heading: the page has its own
     return f"From `{path}`, as the judge's card closes:\n\n{section}"
 
 
 def adapters() -> str:
-    cards = {name: _load(f"assets/adapt/{name}/raqa_adapter.json") for name in ("adapt-unbalanced", "adapt")}
+    cards = {name: load_record(f"assets/adapt/{name}/raqa_adapter.json") for name in ("adapt-unbalanced", "adapt")}
     rows = []
     for name, card in cards.items():
         data, training = card["data"], card["training"]
         repeated = card.get("class_balance", {}).get("known_repeated")
-        rows.append([f"`assets/adapt/{name}`", f"{data['known_zero_shot']} of {data['questions']}",
-                     f"{data['ret_target_share']:.1%}", f"{repeated}x" if repeated else "no",
-                     f"{training['examples']:,}", f"{training['seconds'] / 60:.0f} min"])  # fmt: skip
-    header = ("adapter", "training questions the model knows", "`<RET>` targets before balancing",
-              "known answers repeated", "examples", "training")  # fmt: skip
+        rows.append(
+            [
+                f"`assets/adapt/{name}`",
+                f"{data['known_zero_shot']} of {data['questions']}",
+                f"{data['ret_target_share']:.1%}",
+                f"{repeated}x" if repeated else "no",
+                f"{training['examples']:,}",
+                f"{training['seconds'] / 60:.0f} min",
+            ]
+        )
+    header = (
+        "adapter",
+        "training questions the model knows",
+        "`<RET>` targets before balancing",
+        "known answers repeated",
+        "examples",
+        "training",
+    )
     made = [f"- `assets/adapt/{name}/raqa_adapter.json`, made by `{card['command']}`" for name, card in cards.items()]
-    return "\n".join(["From the adapters' cards:", *made, "", *_table(header, rows)])
+    return "\n".join(["From the adapters' cards:", *made, "", *markdown_rows(header, rows)])
 
 
 def ret_signal() -> str:
     path = "assets/results/ret_signal-nq+triviaqa.json"
-    record = _load(path)
+    record = load_record(path)
     groups = record["results"]["groups"]
-    names = {"test:nq": "NQ test", "test:triviaqa": "TriviaQA test", "dev:nq": "NQ dev (threshold choice)",
-             "dev:triviaqa": "TriviaQA dev (threshold choice)",
-             "training": "Algorithm 1's training questions (in sample, against \"not known\")"}  # fmt: skip
+    names = {
+        "test:nq": "NQ test",
+        "test:triviaqa": "TriviaQA test",
+        "dev:nq": "NQ dev (threshold choice)",
+        "dev:triviaqa": "TriviaQA dev (threshold choice)",
+        "training": 'Algorithm 1\'s training questions (in sample, against "not known")',
+    }
     rows = []
     for key, g in groups.items():
         a, d, s = g["auc"], g["auc"]["difference"], g["spread"]
-        rows.append([names.get(key, key), f"{a['n']} ({a['needs_retrieval']})", f"{a['baseline']['value']:.3f}",
-                     f"{a['candidate']['value']:.3f}", f"{d['value']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}]",
-                     f"{s['baseline']['median']:.2f} → {s['candidate']['median']:.2f}"])  # fmt: skip
-    header = ("questions", "n (closed-book wrong)", "first adapter", "class-balanced", "difference",
-              "median P(<RET>)")  # fmt: skip
-    return "\n".join([_made_by(path, record), "", *_table(header, rows)])
+        rows.append(
+            [
+                names.get(key, key),
+                f"{a['n']} ({a['needs_retrieval']})",
+                f"{a['baseline']['value']:.3f}",
+                f"{a['candidate']['value']:.3f}",
+                f"{d['value']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}]",
+                f"{s['baseline']['median']:.2f} → {s['candidate']['median']:.2f}",
+            ]
+        )
+    header = ("questions", "n (closed-book wrong)", "first adapter", "class-balanced", "difference", "median P(<RET>)")
+    return "\n".join([made_by(path, record), "", *markdown_rows(header, rows)])
 
 
 ADAPT = "pipeline:adapt:base+judge"
-PIPELINE_ROWS = ("never", "always:base", "always:base+judge", "pipeline:adapt:base", "pipeline:adapt:base+judge",
-                 "pipeline:mean_entropy:base+judge", "pipeline:token_probability:base+judge")  # fmt: skip
+PIPELINE_ROWS = (
+    "never",
+    "always:base",
+    "always:base+judge",
+    "pipeline:adapt:base",
+    "pipeline:adapt:base+judge",
+    "pipeline:mean_entropy:base+judge",
+    "pipeline:token_probability:base+judge",
+)
 
 
 def _configuration(name: str) -> str:
@@ -176,164 +218,67 @@ def _configuration(name: str) -> str:
 
 def pipeline() -> str:
     path = "assets/results/pipeline-nq+triviaqa.json"
-    record = _load(path)
+    record = load_record(path)
     sets = {name: {**scores, "name": name} for name, scores in record["results"]["datasets"].items()}
     dev = record["results"]["rows"]["dev"]
-    header = ["configuration"] + [f"{d} {m}" for d in sets for m in ("coverage", "accuracy among answered",
-                                                                        '"I don\'t know", unanswerable')]  # fmt: skip
+    header = ["configuration"] + [
+        f"{d} {m}" for d in sets for m in ("coverage", "accuracy among answered", '"I don\'t know", unanswerable')
+    ]
     rows = []
     for name in PIPELINE_ROWS:
         cells = [_configuration(name)]
         for s in sets.values():
             t = s["table"][name]
-            cells += [f"{t['coverage']['value']:.1%}", _share(t["selective_accuracy"], n=False),
-                      f"{t['idk_unanswerable']['value']:.1%}"]  # fmt: skip
+            cells += [
+                f"{t['coverage']['value']:.1%}",
+                _share(t["selective_accuracy"], n=False),
+                f"{t['idk_unanswerable']['value']:.1%}",
+            ]
         rows.append(cells)
-    lines = [_made_by(path, record)]
+    lines = [made_by(path, record)]
     if "rescored" in record:  # scored again with another adapter's P(<RET>)
         lines = [f"{lines[0][:-1]}, then P(<RET>) of the class-balanced adapter by `{record['rescored']['command']}`:"]
     hours = f" ({record['seconds'] / 3600:.1f} h on {record['machine']['cpus']} cores for the evaluation)"
     lines[0] = lines[0].replace("`, raqa", f"`{hours}, raqa", 1)
-    lines += ["", *_table(header, rows), ""]
-    signal_rows = [[SIGNAL_TITLES.get(k, k)] + [f"{s['auc'][k]['value']:.3f} [{s['auc'][k]['low']:.2f}, "
-                                                 f"{s['auc'][k]['high']:.2f}]" for s in sets.values()]
-                   for k in next(iter(sets.values()))["auc"]]  # fmt: skip
-    lines += _table(["signal: AUC at ranking wrong closed-book answers"] + list(sets), signal_rows)
+    lines += ["", *markdown_rows(header, rows), ""]
+    signal_rows = [
+        [SIGNAL_TITLES.get(k, k)]
+        + [f"{s['auc'][k]['value']:.3f} [{s['auc'][k]['low']:.2f}, {s['auc'][k]['high']:.2f}]" for s in sets.values()]
+        for k in next(iter(sets.values()))["auc"]
+    ]
+    lines += markdown_rows(["signal: AUC at ranking wrong closed-book answers"] + list(sets), signal_rows)
     targets = [
-        ("best pipeline that can say \"I don't know\": accuracy among answered minus always retrieve (base reader)",
-         lambda s: _best(s, "best_abstaining_pipeline", "best_abstaining_minus_always_base")),
-        ("best pipeline at always retrieve's coverage (base reader): the same difference",
-         lambda s: _best(s, "best_pipeline", "selective_accuracy_minus_always_base")),
-        ("best configuration at always retrieve's coverage (base reader)",
-         lambda s: _configuration(s["targets"]["best_configuration_at_always_base_coverage"])),
+        (
+            'best pipeline that can say "I don\'t know": accuracy among answered minus always retrieve (base reader)',
+            lambda s: _best(s, "best_abstaining_pipeline", "best_abstaining_minus_always_base"),
+        ),
+        (
+            "best pipeline at always retrieve's coverage (base reader): the same difference",
+            lambda s: _best(s, "best_pipeline", "selective_accuracy_minus_always_base"),
+        ),
+        (
+            "best configuration at always retrieve's coverage (base reader)",
+            lambda s: _configuration(s["targets"]["best_configuration_at_always_base_coverage"]),
+        ),
         ("questions (dev questions for thresholds)", lambda s: f"{s['n']} ({s['dev_n']})"),
         ("unanswerable (no page of the corpus holds a gold answer)", lambda s: str(s["n"] - s["answerable"])),
         ("closed-book answer right", lambda s: _share(s["closed_book_correct"])),
-        ("right closed-book answers among the dev questions the thresholds were chosen on",
-         lambda s: str(sum(r["closed_book"]["correct"] for r in dev if r["dataset"] == s["name"]))),
-        ("Adapt-LLM's P(<RET>) threshold chosen on dev; test questions it retrieves on (model + judge)",
-         lambda s: f"{s['configurations'][ADAPT]['threshold']:.2f}; {_share(s['table'][ADAPT]['retrieval_rate'])}"),
-    ]  # fmt: skip
-    lines += ["", *_table(["", *sets], [[label] + [cell(s) for s in sets.values()] for label, cell in targets])]
+        (
+            "right closed-book answers among the dev questions the thresholds were chosen on",
+            lambda s: str(sum(r["closed_book"]["correct"] for r in dev if r["dataset"] == s["name"])),
+        ),
+        (
+            "Adapt-LLM's P(<RET>) threshold chosen on dev; test questions it retrieves on (model + judge)",
+            lambda s: f"{s['configurations'][ADAPT]['threshold']:.2f}; {_share(s['table'][ADAPT]['retrieval_rate'])}",
+        ),
+    ]
+    lines += ["", *markdown_rows(["", *sets], [[label] + [cell(s) for s in sets.values()] for label, cell in targets])]
     return "\n".join(lines)
 
 
 def _best(scores: dict, best: str, difference: str) -> str:
     name = scores["targets"][best]
-    return (f"{_configuration(name)}, {scores['table'][name]['coverage']['value']:.1%} coverage: "
-            f"{_points(scores['targets'][difference])}")  # fmt: skip
-
-
-def bench() -> str:
-    path = "assets/results/bench.json"
-    record = _load(path)
-    met = {True: "met", False: "**missed**", None: ""}
-    rows = [[r["measure"], r["result"], f"{r['target']}: {met[r['met']]}" if r["target"] else ""]
-            for r in record["table"]]  # fmt: skip
-    notes = [f"Note: {n}" for n in record.get("notes", [])]
-    return "\n".join([_made_by(path, record), "", *_table(("measure", "result", "target"), rows), "", *notes])
-
-
-def decode_weights() -> str:
-    records = decode_report.load_records(RESULTS)
-    sources = [("assets/results/bench.json", records["bench"]), ("assets/results/load-test.json", records["load"]),
-               ("assets/results/decode-weights/reader_comparison-triviaqa-w1.json", records["int4"]),
-               ("assets/results/decode-weights/reader_comparison-triviaqa-w1-fp32.json", records["fp32"])]  # fmt: skip
-    made = [f"- {_source(path, record)}" for path, record in sources]
-    return "\n".join(["From the records:", *made, "", decode_report.markdown_table(records)])
-
-
-def _load_test(record: dict) -> str:
-    phases = record["results"]
-    order = [p for p in ("off", "on_fp32_weights", "on") if p in phases]
-    ratio, p95 = phases["p95_ratio_on_off"], phases["on"]["p95_s"]
-
-    def each(key: str, fmt: str = "{:.1f}", sep: str = " → ") -> str:
-        return sep.join(fmt.format(phases[p][key]) for p in order)
-
     return (
-        f"of {phases['on']['sessions']} sessions, completed {each('completed', '{}', ' / ')}, each with its own run "
-        f"only {each('own_run_only', '{}', ' / ')}, the server answering afterwards "
-        f"{each('server_answered_afterwards', '{}', ' / ')} (speed-ups off / on with fp32 weights / on with packed "
-        f"weights); time to a complete run p50 {each('p50_s')} s, p95 {each('p95_s')} s (on / off {ratio:.2f}x: the "
-        f"<= 0.5x asked {'met' if ratio <= 0.5 else '**missed**'}; the 30 s asked for p95: "
-        f"{'met' if p95 <= 30 else '**missed**'}), max {each('max_s')} s"
+        f"{_configuration(name)}, {scores['table'][name]['coverage']['value']:.1%} coverage: "
+        f"{_points(scores['targets'][difference])}"
     )
-
-
-def _soak(record: dict) -> str:
-    s = record["results"]
-    after = s["rss_mib"][s["warmup_runs"] :]
-    return (
-        f"resident memory {s['rss_after_warmup_mib']:,.0f} MiB after {s['warmup_runs']} runs, {s['rss_last_mib']:,.0f}"
-        f" MiB after {s['runs']}; from run {s['warmup_runs']} on between {min(after):,.0f} and {max(after):,.0f} MiB, "
-        f"a slope of {linear_regression(range(len(after)), after).slope:.2f} MiB a run"
-    )
-
-
-def _scale(record: dict) -> str:
-    c = record["results"]
-    return (
-        f"{c['pages']:,} pages ({c['corpus_mib']:.0f} MiB): streamed build {c['build']['total_s']:.0f} s "
-        f"({c['build']['tokenize_s']:.0f} s tokenizing), peak resident memory {c['rss_peak_mib']:.0f} MiB, index "
-        f"{c['index_mib']:.0f} MiB; memory-mapped query p50 {c['query_ms']['p50']:.1f} ms, p95 "
-        f"{c['query_ms']['p95']:.1f} ms (top 10 pages read from the file included)"
-    )
-
-
-def reliability() -> str:
-    records = {n: _load(f"assets/results/{n}.json") for n in ("load-test", "soak", "scale")}
-    cells = {"load-test": _load_test, "soak": _soak, "scale": _scale}
-    rows = [(f"`{r['command']}`", cells[n](r)) for n, r in records.items()]
-    k = records["scale"]["results"]["kilt_extrapolation"]
-    extrapolated = (
-        f"Extrapolated linearly in tokens to KILT's {k['pages'] / 1e6:.1f} M pages (assuming "
-        f"{k['assumed_tokens_per_page']} WordPiece tokens a page, an assumption, not a measurement): the build takes "
-        f"about {k['build_hours']:.1f} hours, the index about {k['index_gib']:.0f} GiB on disk, the offset table "
-        f"{k['offset_table_mib']:.0f} MiB, and a query about {k['query_ms_p50']:.0f} ms at p50 if the index's pages are "
-        f"in the page cache. The record's note: {k['note']}."
-    )
-    made = [f"- `assets/results/{n}.json`: {r['code_version']}, {r['created'][:10]}" for n, r in records.items()]
-    return "\n".join(["From the records (each row's command remakes its file):", *made, "",
-                      *_table(("command", "result"), rows), "", extrapolated])  # fmt: skip
-
-
-def servers() -> str:
-    folder = "assets/results/server"
-    summary = _load(f"{folder}/server_experiment-negative_windows-triviaqa.json")
-    records = {label: _load(f"{folder}/negative_windows-triviaqa-{label}.json")
-               for label in ("local", "server_c1", "server_c4")}  # fmt: skip
-    return server_experiment.report(summary, records, folder)
-
-
-LIMIT_ROWS = {
-    "runs_per_minute": "live runs a visitor may start in a minute (Run, the API, When to retrieve, the pipeline, a "
-    "benchmark; an attempt refused because their run is still going counts too)",
-    "live_runs": "live runs at once per visitor",
-    "max_k": "K (pages retrieved), at most",
-    "max_window": "w (pages a window), at most",
-    "max_benchmark": "questions in one benchmark, at most",
-}
-
-
-def limits() -> str:
-    """Not a record: the values `PublicLimits` holds, so the page cannot say other limits than the code keeps."""
-    rows = [(label, str(getattr(PublicLimits(), name))) for name, label in LIMIT_ROWS.items()]
-    return "\n".join(["From `PublicLimits` in `raqa/config.py`:", "", *_table(("limit", "value"), rows)])
-
-
-TABLES: dict[str, Callable[[], str]] = {
-    "reading/negative-windows": negative_windows,
-    "reading/readers": readers,
-    "reading/attribution": attribution,
-    "judge/support": support,
-    "judge/badges": badges,
-    "when-to-retrieve/adapters": adapters,
-    "when-to-retrieve/ret-signal": ret_signal,
-    "when-to-retrieve/pipeline": pipeline,
-    "speed/bench": bench,
-    "speed/decode-weights": decode_weights,
-    "reliability/load-soak-scale": reliability,
-    "servers/llama-cpp": servers,
-    "deploy/limits": limits,
-}

@@ -35,11 +35,25 @@ def llama_cpp_server(gguf: Path, context_tokens: int = 4096) -> Iterator[str]:
     with tempfile.TemporaryDirectory() as tmp:
         log_path = Path(tmp) / "server.log"
         with log_path.open("w") as log:
-            command = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--host", "127.0.0.1",
-                       "--port", str(port), "--n_ctx", str(context_tokens), "--model_alias", ALIAS,
-                       # its default cuts a streaming reply short, as if finished, when another request arrives:
-                       # with requests in flight at once, every reply but the newest would end early
-                       "--interrupt_requests", "False"]  # fmt: skip
+            command = [
+                sys.executable,
+                "-m",
+                "llama_cpp.server",
+                "--model",
+                str(gguf),
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--n_ctx",
+                str(context_tokens),
+                "--model_alias",
+                ALIAS,
+                # its default cuts a streaming reply short, as if finished, when another request arrives:
+                # with requests in flight at once, every reply but the newest would end early
+                "--interrupt_requests",
+                "False",
+            ]
             server = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
             url = f"http://127.0.0.1:{port}/v1"
             try:

@@ -45,8 +45,13 @@ def _answers(url: str) -> bool:
 
 
 @contextmanager
-def started_app(python: str = sys.executable, space: bool = True, cache: Path | None = None, log: Path | None = None,
-                timeout: float = PAGE_TIMEOUT_S) -> Iterator[PageStart]:  # fmt: skip
+def started_app(
+    python: str = sys.executable,
+    space: bool = True,
+    cache: Path | None = None,
+    log: Path | None = None,
+    timeout: float = PAGE_TIMEOUT_S,
+) -> Iterator[PageStart]:
     """Launch app.py with python (on loopback, a free port), wait for a usable page and yield its start time; the
     app is stopped on leaving the block. RuntimeError, with the end of its output, when it exits or times out."""
     port = free_port()

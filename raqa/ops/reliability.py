@@ -12,6 +12,7 @@ process (a Space runs one).
 
 from __future__ import annotations
 
+import gc
 import socket
 import statistics
 import threading
@@ -50,7 +51,7 @@ def free_port() -> int:
 
 def serve(service: Service, port: int | None = None, **launch_kwargs):
     """Start the page on loopback in this process; returns (demo, url). Close it with demo.close()."""
-    from raqa.web.app import build_demo
+    from raqa.web.app import build_demo  # lazy: imports gradio
 
     port = port or free_port()
     demo = build_demo(service)
@@ -135,7 +136,6 @@ def soak(
 ) -> dict:
     """Run `runs` questions one after another, as the page does (Service.plan, then its events); memory after
     each run."""
-    import gc
 
     memory: list[float] = []
     seconds: list[float] = []

@@ -1,7 +1,7 @@
 """`python -m raqa.ops.render_docs`: every measured table in docs/ rendered again from the committed records.
 
 A table sits between `<!-- table: NAME -->` and `<!-- /table -->` in a page under docs/; NAME is a key of
-docs_tables.TABLES, a function from the committed files to Markdown that starts by naming its record and the command
+TABLES, a function from the committed files to Markdown that starts by naming its record and the command
 that remakes it. The command rewrites only what lies between the markers, never the prose around them; `--check`
 writes nothing and exits 1 naming the pages that differ (tests/test_docs.py does the same in memory). Left out:
 prose numbers (the pages' prose cites the tables instead of copying numbers from them) and running anything.
@@ -19,9 +19,25 @@ import sys
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
-from raqa.ops.docs_tables import ROOT, TABLES
+from raqa.ops import docs_tables, docs_tables_ops
+from raqa.ops.docs_tables import ROOT
 
 DOCS = ROOT / "docs"
+TABLES: dict[str, Callable[[], str]] = {  # a docs page's table name -> the function that renders it
+    "reading/negative-windows": docs_tables.negative_windows,
+    "reading/readers": docs_tables.readers,
+    "reading/attribution": docs_tables.attribution,
+    "judge/support": docs_tables.support,
+    "judge/badges": docs_tables.badges,
+    "when-to-retrieve/adapters": docs_tables.adapters,
+    "when-to-retrieve/ret-signal": docs_tables.ret_signal,
+    "when-to-retrieve/pipeline": docs_tables.pipeline,
+    "speed/bench": docs_tables_ops.bench,
+    "speed/decode-weights": docs_tables_ops.decode_weights,
+    "reliability/load-soak-scale": docs_tables_ops.reliability,
+    "servers/llama-cpp": docs_tables_ops.servers,
+    "deploy/limits": docs_tables_ops.limits,
+}
 BLOCK = re.compile(r"(<!-- table: (?P<name>[\w/-]+) -->\n)(?P<body>.*?)(<!-- /table -->)", re.S)
 
 

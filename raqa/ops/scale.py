@@ -21,12 +21,15 @@ import numpy as np
 
 from raqa.evaluation.records import provenance
 from raqa.ops.bench_timing import percentile
+from raqa.retrieval.corpus import load_corpus
+from raqa.retrieval.index import BM25Index, index_folder
+from raqa.retrieval.pagestore import PageStore
+from raqa.retrieval.stream_index import build_streaming
+from raqa.text import split_sentences
 
 
 def generate(path: Path, pages: int, seed: int = 0) -> int:
     """Write `pages` pages of real sentences to a JSONL file; returns its size in bytes."""
-    from raqa.retrieval.corpus import load_corpus
-    from raqa.text import split_sentences
 
     source = load_corpus()
     sentences = [s for page in source for s in split_sentences(page.text)]
@@ -44,16 +47,13 @@ def _rss_peak_mib() -> float:
 
 
 def _rss_now_mib() -> float:
-    from raqa.ops.reliability import rss_mib
+    from raqa.ops.reliability import rss_mib  # lazy: imports torch
 
     return rss_mib()
 
 
 def measure(pages: int, work_dir: Path, questions: list[str], seed: int = 0, progress=print) -> dict:
     """Generate, index and query a corpus of `pages` pages under work_dir; returns the measurements."""
-    from raqa.retrieval.index import BM25Index, index_folder
-    from raqa.retrieval.pagestore import PageStore
-    from raqa.retrieval.stream_index import build_streaming
 
     work_dir.mkdir(parents=True, exist_ok=True)
     corpus = work_dir / f"generated-{pages}.jsonl"

@@ -27,8 +27,8 @@ from pathlib import Path
 
 from raqa.config import AppConfig
 from raqa.evaluation import records
-from raqa.evaluation.records import command_line
-from raqa.evaluation.registry import EXPERIMENTS, Options, Run, on_server, question_pool, run
+from raqa.evaluation.records import Run, command_line
+from raqa.evaluation.registry import EXPERIMENTS, Options, on_server, question_pool, run
 from raqa.loading import Lazy
 from raqa.models.endpoint import EndpointBackend, EndpointConfig
 from raqa.models.endpoints_file import READER_PREFIX
@@ -37,8 +37,14 @@ from raqa.ops.bench_timing import progress, say
 from raqa.ops.llama_server import ALIAS, llama_cpp_server
 
 SERVER_NAME = "SmolLM2 (llama.cpp server)"
-COMPARED = ("false_answer_rate_on_negative", "exact_match_on_positive", "contains_gold_on_positive",
-            "declined_on_positive", "mean_p_answer_negative", "mean_p_answer_positive")  # fmt: skip
+COMPARED = (
+    "false_answer_rate_on_negative",
+    "exact_match_on_positive",
+    "contains_gold_on_positive",
+    "declined_on_positive",
+    "mean_p_answer_negative",
+    "mean_p_answer_positive",
+)
 SERVED = sorted(name for name, e in EXPERIMENTS.items() if e.needs_model and not e.local_only)
 
 
@@ -58,8 +64,13 @@ def agreement(local: dict, served: dict) -> dict:
                 continue  # not in this experiment's rows, or missing (a server without log-probabilities)
             low, high, value = mine[metric]["low"], mine[metric]["high"], theirs[metric]["value"]
             within = low - 1e-9 <= value <= high + 1e-9
-            rows[key][metric] = {"local": mine[metric]["value"], "low": low, "high": high, "server": value,
-                                 "within": within}  # fmt: skip
+            rows[key][metric] = {
+                "local": mine[metric]["value"],
+                "low": low,
+                "high": high,
+                "server": value,
+                "within": within,
+            }
             inside, total = inside + within, total + 1
     return {"rows": rows, "within": inside, "compared": total}
 
@@ -72,32 +83,49 @@ def same_results(a: dict, b: dict) -> bool:
 def report(summary: dict, records_by_label: dict[str, dict], folder: str) -> str:
     """The docs' Markdown for one summary and its three records (docs/servers.md holds it; a test checks)."""
     n = summary["ratio_concurrency"]["concurrency"]
-    lines = [f"`{summary['command']}` (the records: `{folder}/`), {summary['experiment']} on "
-             f"{summary['dataset']}, --limit {summary['limit']}, the same GGUF three ways:", "",
-             "| path | wall time | requests | prompt tokens | completion tokens | values inside the local intervals |",
-             "|---|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        f"`{summary['command']}` (the records: `{folder}/`), {summary['experiment']} on "
+        f"{summary['dataset']}, --limit {summary['limit']}, the same GGUF three ways:",
+        "",
+        "| path | wall time | requests | prompt tokens | completion tokens | values inside the local intervals |",
+        "|---|---|---|---|---|---|",
+    ]
     for label, seconds in summary["seconds"].items():
         rows = records_by_label[label]["results"].get("rows", [])
-        requests, prompt_tokens, completion_tokens = (sum(r.get(k, 0) for r in rows) for k in
-                                                      ("requests", "prompt_tokens", "completion_tokens"))  # fmt: skip
+        requests, prompt_tokens, completion_tokens = (
+            sum(r.get(k, 0) for r in rows) for k in ("requests", "prompt_tokens", "completion_tokens")
+        )
         agreed = summary["agreement"].get(label)
         inside = f"{agreed['within']} of {agreed['compared']}" if agreed else "(the reference)"
         lines.append(
             f"| {label} | {seconds:.0f} s | {requests} | {prompt_tokens:,} | {completion_tokens:,} | {inside} |"
         )
-    lines += ["", f"Wall time at concurrency {n} over concurrency 1: **{summary['ratio_concurrency']['value']:.2f}**. "
-              f"Same results at concurrency 1 and {n}: {'yes' if summary['identical_results_c1_cN'] else 'no'}."]  # fmt: skip
+    lines += [
+        "",
+        f"Wall time at concurrency {n} over concurrency 1: **{summary['ratio_concurrency']['value']:.2f}**. "
+        f"Same results at concurrency 1 and {n}: {'yes' if summary['identical_results_c1_cN'] else 'no'}.",
+    ]
     served = records_by_label["server_c1"]["results"].get("rows", [])
     if served and all(r.get("requests") for r in served):
-        lines += ["", "What one window costs through the server (its own usage reports), by the experiment's shots:", "",
-                  "| shots | prompt tokens a request | completion tokens a request |", "|---|---|---|"]  # fmt: skip
-        lines += [f"| {r['shots']} | {r['prompt_tokens'] / r['requests']:.0f} | {r['completion_tokens'] / r['requests']:.1f} |"
-                  for r in served]  # fmt: skip
+        lines += [
+            "",
+            "What one window costs through the server (its own usage reports), by the experiment's shots:",
+            "",
+            "| shots | prompt tokens a request | completion tokens a request |",
+            "|---|---|---|",
+        ]
+        lines += [
+            f"| {r['shots']} | {r['prompt_tokens'] / r['requests']:.0f} | {r['completion_tokens'] / r['requests']:.1f} |"
+            for r in served
+        ]
         windows = 2 * EXPERIMENTS[summary["experiment"]].limit  # answer-free and answer-bearing, per row
         prompt_tokens = sum(windows * r["prompt_tokens"] / r["requests"] for r in served)
-        lines += ["", f"At the experiment's default size (--limit {windows // 2}: up to {windows} windows for each of "
-                  f"{len(served)} rows) that is at most {windows * len(served):,} requests and about "
-                  f"{prompt_tokens / 1e6:.2f} M prompt tokens, counted by this model's tokenizer."]  # fmt: skip
+        lines += [
+            "",
+            f"At the experiment's default size (--limit {windows // 2}: up to {windows} windows for each of "
+            f"{len(served)} rows) that is at most {windows * len(served):,} requests and about "
+            f"{prompt_tokens / 1e6:.2f} M prompt tokens, counted by this model's tokenizer.",
+        ]
     return "\n".join(lines)
 
 
@@ -112,15 +140,16 @@ def main(argv: Iterable[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=4, help="compared with 1")
     parser.add_argument("--out", default="assets/results/server", help="folder for the records and the summary")
     args = parser.parse_args(list(argv) if argv is not None else None)
-    from raqa.service import Service
+    from raqa.service import Service  # lazy: imports torch
 
     experiment, out = EXPERIMENTS[args.experiment], Path(args.out)
     service = Service.load(AppConfig.from_env(), progress=say)
     pool = question_pool(experiment, args.dataset, args.limit, args.seed)
     runs: dict[str, Run] = {}
     began = time.perf_counter()
-    runs["local"] = run(experiment, service, args.dataset, pool, args.limit, Options(seed=args.seed),
-                        _bar(f"{args.experiment} local"))  # fmt: skip
+    runs["local"] = run(
+        experiment, service, args.dataset, pool, args.limit, Options(seed=args.seed), _bar(f"{args.experiment} local")
+    )
     context = service.backend.context_tokens  # the same page cuts as the local model's
     with llama_cpp_server(embedded_model_path(), context) as url:
         # generous timeouts: at concurrency N a request waits for the N - 1 before it on a one-at-a-time server
@@ -132,17 +161,27 @@ def main(argv: Iterable[str] | None = None) -> int:
             with tokenizer:
                 return service.backend.count_tokens(text)
 
-        server = EndpointBackend(EndpointConfig(SERVER_NAME, url, ALIAS, timeout_s=900, deadline_s=1800,
-                                                context_tokens=context), tokens=tokens)  # fmt: skip
+        server = EndpointBackend(
+            EndpointConfig(SERVER_NAME, url, ALIAS, timeout_s=900, deadline_s=1800, context_tokens=context),
+            tokens=tokens,
+        )
         list(server.reply([{"role": "user", "content": "Hello"}], max_new_tokens=1))  # the server loads its model
         service.backends[READER_PREFIX + SERVER_NAME] = Lazy(value=server)
         served = on_server(experiment, service, SERVER_NAME)
         for n in (1, args.concurrency):
             options = Options(seed=args.seed, endpoint=SERVER_NAME, concurrency=n)
-            runs[f"server_c{n}"] = run(experiment, served, args.dataset, pool, args.limit, options,
-                                       _bar(f"{args.experiment} server, {n} at once"))  # fmt: skip
-    command = " ".join([command_line("raqa.ops.server_experiment"), *map(shlex.quote, sys.argv[1:] if argv is None
-                                                                          else argv)])  # fmt: skip
+            runs[f"server_c{n}"] = run(
+                experiment,
+                served,
+                args.dataset,
+                pool,
+                args.limit,
+                options,
+                _bar(f"{args.experiment} server, {n} at once"),
+            )
+    command = " ".join(
+        [command_line("raqa.ops.server_experiment"), *map(shlex.quote, sys.argv[1:] if argv is None else argv)]
+    )
     for label, made in runs.items():
         made.about["made_by"] = command
         records.write(args.experiment, f"{args.dataset}-{label}", made.results, made.about, out)
@@ -158,7 +197,7 @@ def main(argv: Iterable[str] | None = None) -> int:
         "agreement": {
             f"server_c{n}": agreement(runs["local"].results, runs[f"server_c{n}"].results)
             for n in (1, args.concurrency)
-        },  # fmt: skip
+        },
         "identical_results_c1_cN": same_results(runs["server_c1"].results, runs[f"server_c{args.concurrency}"].results),
         **records.provenance(),
         "total_seconds": round(time.perf_counter() - began, 1),

@@ -78,9 +78,18 @@ def attribute(question: str, verdict: WindowVerdict, backend: Backend, settings:
     )
     finding, summary = explain(answer, full, effects, without_page, no_pages, cited, verdict.reply.sentence)
     return Attribution(
-        verdict.window, answer, full, effects, without_page, no_pages, cited, verdict.reply.sentence, finding, summary,
+        verdict.window,
+        answer,
+        full,
+        effects,
+        without_page,
+        no_pages,
+        cited,
+        verdict.reply.sentence,
+        finding,
+        summary,
         time.perf_counter() - start,
-    )  # fmt: skip
+    )
 
 
 def shown_p(logprob: float) -> str:

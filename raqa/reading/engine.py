@@ -97,9 +97,13 @@ def prompt(
     """The chat messages for reading these pages: the settings' shots, page cut and in-window order (leave_out: a
     (page id, sentence) to drop, for attribution)."""
     return build_messages(
-        question, in_reading_order(hits, settings), settings.page_tokens, backend.count_tokens,
-        DEMONSTRATIONS[: settings.shots], leave_out,
-    )  # fmt: skip
+        question,
+        in_reading_order(hits, settings),
+        settings.page_tokens,
+        backend.count_tokens,
+        DEMONSTRATIONS[: settings.shots],
+        leave_out,
+    )
 
 
 def _verdict(kind: str, check: grounding.Grounding | None) -> Verdict:

@@ -25,6 +25,7 @@ Example:
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import importlib.util
 import json
@@ -141,8 +142,6 @@ def whole_words(text: str, first: int, last: int) -> tuple[int, int]:
 
 def token_sentences(encoding, row: int, shift: int, text: str):
     """Per token of one row: the index of the page-text sentence it starts in, or -1 (question, title, padding)."""
-    import bisect
-
     import torch
 
     starts = [at for at, _ in sentence_offsets(text)] or [0]
@@ -319,7 +318,7 @@ def _load_weights(folder: Path, fmt: str, base: Path | None):
             return AutoModelForQuestionAnswering.from_pretrained(folder, dtype=torch.float32), tokenizer
         from peft import PeftModel
 
-        from raqa.models.local import peft_loading
+        from raqa.models.local import peft_loading  # lazy: imports torch
 
         model = AutoModelForQuestionAnswering.from_pretrained(base)
         with peft_loading():

@@ -56,8 +56,9 @@ class Reader:
 
 BASE_READER = Reader(BASE, "Base model (few-shot prompting)", None)
 # The readers an answer judge (assets/judge) makes possible: selective generation, and the judge alone.
-MODEL_JUDGE_READER = Reader("base+judge", "Base model + answer judge (answers stand only where the judge agrees)",
-                            None, mode="model_judge")  # fmt: skip
+MODEL_JUDGE_READER = Reader(
+    "base+judge", "Base model + answer judge (answers stand only where the judge agrees)", None, mode="model_judge"
+)
 JUDGE_READER = Reader("judge", "Answer judge alone (extractive baseline)", None, mode="judge")
 JUDGE_READERS = (MODEL_JUDGE_READER, JUDGE_READER)
 

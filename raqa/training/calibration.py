@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from raqa.evaluation.metrics import exact_match
+from raqa.reading.engine import window_verdict
 from raqa.stats import auc
 
 
@@ -71,7 +73,6 @@ def choose_threshold(
 
 def window_scores(windows, backend, settings, answer: bool) -> list[tuple[float, object]]:
     """(P(ANSWER), WindowVerdict) for each (item, window): forced to answer, or forced to decline (score only)."""
-    from raqa.reading.engine import window_verdict
 
     forced = settings.replace(answer_threshold=0.0 if answer else 2.0)
     scored = []
@@ -86,7 +87,6 @@ def calibrate(positive_windows, negative_windows, base_scores: dict, backend, se
 
     base_scores: {"p_negative", "p_positive", "exact_positive"} of the base model on the same windows.
     """
-    from raqa.evaluation.metrics import exact_match
 
     neg = [p for p, _ in window_scores(negative_windows, backend, settings, answer=False)]
     pos = window_scores(positive_windows, backend, settings, answer=True)
@@ -99,8 +99,6 @@ def calibrate(positive_windows, negative_windows, base_scores: dict, backend, se
 
 
 def base_scores(positive_windows, negative_windows, backend, settings) -> dict:
-    from raqa.evaluation.metrics import exact_match
-
     neg = [p for p, _ in window_scores(negative_windows, backend, settings, answer=False)]
     pos = window_scores(positive_windows, backend, settings, answer=True)
     exact = [exact_match(v.reply.answer, item.answers) for (item, _), (_, v) in zip(positive_windows, pos, strict=True)]

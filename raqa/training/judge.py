@@ -14,6 +14,7 @@ Left out here: the labels (judge_data.py), the threshold, measurement and card (
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import random
@@ -22,8 +23,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from raqa.reading.judge import CARD_FILE, MAX_TOKENS, base_encoder_dir, page_context
-from raqa.training.judge_data import JudgePair
+from raqa.evaluation.positives import PositiveIndex
+from raqa.evaluation.records import provenance
+from raqa.reading.judge import CARD_FILE, MAX_TOKENS, AnswerJudge, _quiet_transformers, base_encoder_dir, page_context
+from raqa.retrieval.corpus import load_corpus
+from raqa.retrieval.index import load_or_build
+from raqa.training.judge_data import JudgePair, build_pairs, dev_questions
 
 LORA_TARGETS = ("query", "key", "value", "dense")  # every linear layer of the BERT blocks
 WHY_METHOD = {
@@ -130,8 +135,6 @@ def build_model(settings: JudgeSettings, base: Path | None = None):
     import torch
     from transformers import AutoModelForQuestionAnswering
 
-    from raqa.reading.judge import _quiet_transformers
-
     torch.manual_seed(settings.seed)
     with _quiet_transformers():
         model = AutoModelForQuestionAnswering.from_pretrained(base or base_encoder_dir(), dtype=torch.float32)
@@ -147,7 +150,7 @@ def build_model(settings: JudgeSettings, base: Path | None = None):
         target_modules=list(LORA_TARGETS),
         modules_to_save=["qa_outputs"],
     )
-    from raqa.models.local import peft_loading
+    from raqa.models.local import peft_loading  # lazy: imports torch
 
     with peft_loading():
         return get_peft_model(model, config)
@@ -189,14 +192,11 @@ def save(out: Path, model, tokenizer, settings: JudgeSettings, card: dict) -> No
     out.mkdir(parents=True, exist_ok=True)
     for stale in ("adapter_model.safetensors", "adapter_config.json", "model.safetensors", "config.json"):
         (out / stale).unlink(missing_ok=True)
-    from raqa.reading.judge import _quiet_transformers
 
     with _quiet_transformers():
         if settings.method == "lora":
             model.save_pretrained(out)
         else:
-            import copy
-
             copy.deepcopy(model).half().save_pretrained(out)
         tokenizer.save_pretrained(out)
     (out / CARD_FILE).write_text(json.dumps(card, indent=1, ensure_ascii=False) + "\n")
@@ -214,10 +214,6 @@ def settings_card(settings: JudgeSettings) -> dict:
 
 def _dev_setup(cache_dir: Path, seed: int, holdout: int, say: Callable[[str], None]):
     """The corpus' index and answer index, and the dev questions split into (held out, for training)."""
-    from raqa.evaluation.positives import PositiveIndex
-    from raqa.retrieval.corpus import load_corpus
-    from raqa.retrieval.index import load_or_build
-    from raqa.training.judge_data import dev_questions
 
     pages = load_corpus(None)
     index = load_or_build(pages, cache_dir, progress=lambda message, fraction: say(message))
@@ -241,10 +237,7 @@ def train_judge(
     from tqdm import tqdm
     from transformers import AutoTokenizer
 
-    from raqa.evaluation.records import provenance
-    from raqa.reading.judge import AnswerJudge
     from raqa.training import judge_eval
-    from raqa.training.judge_data import build_pairs
 
     settings.check()
     wall = time.perf_counter()
@@ -298,10 +291,7 @@ def train_judge(
 def remeasure(out: Path, cache_dir: Path, command: str, say: Callable[[str], None] = print) -> dict:
     """Refit p_answer and the threshold and measure again a trained judge folder (same held-out and test pairs as
     its card's seed and sizes give); the training fields of the card are kept."""
-    from raqa.evaluation.records import provenance
-    from raqa.reading.judge import AnswerJudge
     from raqa.training import judge_eval
-    from raqa.training.judge_data import build_pairs
 
     judge = AnswerJudge.load(out)
     card = judge.card

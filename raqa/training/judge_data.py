@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from raqa.evaluation.positives import PositiveIndex
-from raqa.evaluation.questions import QAItem
+from raqa.evaluation.questions import QAItem, load_questions
 from raqa.reading.grounding import about_question
 from raqa.reading.judge import sentence_offsets
 from raqa.retrieval.corpus import Page
@@ -148,7 +148,6 @@ def build_pairs(
 
 def dev_questions(seed: int = 0, limit: int | None = None) -> dict[str, list[QAItem]]:
     """NQ-open dev and TriviaQA dev, each shuffled (seeded); test splits are never read here."""
-    from raqa.evaluation.questions import load_questions
 
     out = {}
     for dataset in TRAIN_DATASETS:
@@ -162,7 +161,6 @@ def measurement_pairs(
 ) -> list[JudgePair]:
     """The measurement's pairs: per_kind positive and per_kind negative pages of seeded test questions,
     one of each per question that has both (the training rule, on the test split)."""
-    from raqa.evaluation.questions import load_questions
 
     items = load_questions(dataset, "test")
     items = random.Random(seed).sample(items, len(items))

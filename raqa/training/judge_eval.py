@@ -21,9 +21,10 @@ from collections.abc import Sequence
 import numpy as np
 
 from raqa.evaluation.metrics import exact_match, f1
-from raqa.reading.judge import CARD_FILE, probability
+from raqa.evaluation.questions import load_questions
+from raqa.reading.judge import CARD_FILE, SUPPORT_FILE, probability
 from raqa.stats import auc_interval, estimate, proportion, youden
-from raqa.training.judge_data import JudgePair
+from raqa.training.judge_data import JudgePair, measurement_pairs
 
 
 def choose_threshold(negative: Sequence[float], positive: Sequence[float]) -> float:
@@ -98,8 +99,6 @@ def evaluate(judge, held_pairs, index, positives, seed: int, test_per_kind: int,
     """Fit p_answer and the threshold on the held-out dev pairs, then measure on NQ and TriviaQA test pairs.
 
     Sets judge.scale, judge.bias and judge.threshold; returns the card's fields for them and the metrics."""
-    from raqa.evaluation.questions import load_questions
-    from raqa.training.judge_data import measurement_pairs
 
     say(f"Fitting p_answer and the threshold on {len(held_pairs)} held-out dev pairs")
     held = read_pairs(judge, held_pairs)
@@ -250,8 +249,7 @@ def _history(card: dict) -> str:
 def write_card(out, card: dict) -> None:
     """The card (raqa_judge.json, which the runtime reads) and its README, with the support model's section when
     the folder has a support.json (fit-support)."""
-    from raqa.reading.judge import SUPPORT_FILE
-    from raqa.training.support_fit import card_section
+    from raqa.training.support_fit import card_section  # lazy: support_fit imports this module
 
     (out / CARD_FILE).write_text(json.dumps(card, indent=1, ensure_ascii=False) + "\n")
     support = out / SUPPORT_FILE

@@ -13,11 +13,16 @@ Left out here: training the judge (judge.py) and the runtime gate (reading/judge
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from raqa.config import RunSettings
+from raqa.evaluation.positives import sample_windows
+from raqa.reading.judge import CARD_FILE, AnswerJudge
 from raqa.stats import auc, lowest_under
+from raqa.training.judge import _dev_setup
+from raqa.training.judge_eval import write_card
 
 WINDOWS = (1, 2, 3)
 MAX_FALSE = 0.2  # at most this share of answer-free dev windows passes the gate
@@ -39,10 +44,16 @@ def window_scores(judge, windows) -> list[float]:
     return [max(r.p_answer for r in judge.read(item.question, list(w))) for item, w in windows]
 
 
-def calibrate(judge, index, positives, held: dict, max_false: float = MAX_FALSE, per_kind: int = PER_KIND,
-              say: Callable[[str], None] = print) -> dict:  # fmt: skip
+def calibrate(
+    judge,
+    index,
+    positives,
+    held: dict,
+    max_false: float = MAX_FALSE,
+    per_kind: int = PER_KIND,
+    say: Callable[[str], None] = print,
+) -> dict:
     """The gate per window size from the held-out dev questions (dataset -> items): thresholds and rates."""
-    from raqa.evaluation.positives import sample_windows
 
     out: dict = {"max_false": max_false, "thresholds": {}, "windows": {}}
     for w in WINDOWS:
@@ -60,19 +71,17 @@ def calibrate(judge, index, positives, held: dict, max_false: float = MAX_FALSE,
             "pass_positive": round(sum(s >= t for s in positive) / max(1, len(positive)), 4),
             "auc": round(auc(negative, positive), 4),
         }
-        say(f"w={w}: gate {t:.3f} passes {out['windows'][str(w)]['pass_negative']:.0%} of {len(negative)} "
-            f"answer-free and {out['windows'][str(w)]['pass_positive']:.0%} of {len(positive)} answer-bearing windows")  # fmt: skip
+        say(
+            f"w={w}: gate {t:.3f} passes {out['windows'][str(w)]['pass_negative']:.0%} of {len(negative)} "
+            f"answer-free and {out['windows'][str(w)]['pass_positive']:.0%} of {len(positive)} answer-bearing windows"
+        )
     return out
 
 
-def calibrate_folder(folder: Path, cache_dir: Path, command: str, max_false: float = MAX_FALSE,
-                     say: Callable[[str], None] = print) -> dict:  # fmt: skip
+def calibrate_folder(
+    folder: Path, cache_dir: Path, command: str, max_false: float = MAX_FALSE, say: Callable[[str], None] = print
+) -> dict:
     """Calibrate the judge in folder on its own held-out dev questions and write the gate into its card."""
-    import json
-
-    from raqa.reading.judge import CARD_FILE, AnswerJudge
-    from raqa.training.judge import _dev_setup
-    from raqa.training.judge_eval import write_card
 
     judge = AnswerJudge.load(folder)
     card = judge.card

@@ -19,10 +19,15 @@ from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
+from raqa.config import RunSettings
+from raqa.evaluation.positives import PositiveIndex, sample_windows
 from raqa.reading.readers import CARD_FILE
+from raqa.retrieval.corpus import load_corpus
+from raqa.retrieval.index import load_or_build
 from raqa.training.calibration import base_scores, calibrate
 from raqa.training.lora import LOG_FILE, Encoded, Example, LoraSettings, TrainLog, encode, save, train
-from raqa.training.reader_data import WindowExample, example_messages
+from raqa.training.reader_data import TRAIN_DATASETS, WindowExample, build_examples, dev_split, example_messages, mix
+from raqa.training.reader_data import K as TRAIN_K
 
 READER_LABEL = "Abstention-tuned reader"
 CALIBRATION_PER_KIND = 20  # held-out dev windows of each kind per dataset
@@ -130,13 +135,7 @@ def train_reader(
     """Build the data, measure the base model on held-out windows, train, calibrate, write the reader folder."""
     from tqdm import tqdm
 
-    from raqa.config import RunSettings
-    from raqa.evaluation.positives import PositiveIndex, sample_windows
-    from raqa.models.local import TransformersBackend
-    from raqa.retrieval.corpus import load_corpus
-    from raqa.retrieval.index import load_or_build
-    from raqa.training.reader_data import TRAIN_DATASETS, build_examples, dev_split, mix
-    from raqa.training.reader_data import K as TRAIN_K
+    from raqa.models.local import TransformersBackend  # lazy: imports torch
 
     wall = time.perf_counter()
     pages = load_corpus(None)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from raqa.evaluation.positives import PositiveIndex
-from raqa.evaluation.questions import QAItem
+from raqa.evaluation.questions import QAItem, load_questions
 from raqa.reading.engine import windows
 from raqa.reading.grounding import about_question
 from raqa.reading.prompts import DEMONSTRATIONS, NOT_FOUND_WORD, build_messages, page_block
@@ -67,7 +67,6 @@ def dev_split(seed: int = 0) -> dict[str, tuple[list[QAItem], list[QAItem]]]:
 
     The held-out half gives the windows on which the answer threshold is calibrated. Test splits are never read.
     """
-    from raqa.evaluation.questions import load_questions
 
     split = {}
     for dataset in TRAIN_DATASETS:

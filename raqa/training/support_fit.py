@@ -20,15 +20,22 @@ Left out here: the features and the runtime (reading/support.py), the command li
 
 from __future__ import annotations
 
+import json
 import math
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
 from raqa.evaluation.metrics import answer_contained
+from raqa.evaluation.records import provenance
+from raqa.reading.judge import CARD_FILE, SUPPORT_FILE, AnswerJudge
 from raqa.reading.support import CONTEXT_RANKS, FEATURES, SupportModel, page_features
 from raqa.stats import wilson
+from raqa.training.judge import _dev_setup
+from raqa.training.judge_eval import write_card
 
 MIN_GREEN = 10  # green finals needed on dev before a precision counts
 PRECISION = 0.9  # what a green badge must reach on dev
@@ -74,8 +81,13 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, ridge: float = RIDGE) -> tuple[np
 
 def question_rows(item, hits, readings, anywhere: bool, dataset: str) -> QuestionRows:
     """One question's rows from the judge's readings of its hits (rank order)."""
-    features = page_features(item.question, hits, [r.p_answer for r in readings], [r.answer for r in readings],
-                             [r.sentence for r in readings])  # fmt: skip
+    features = page_features(
+        item.question,
+        hits,
+        [r.p_answer for r in readings],
+        [r.answer for r in readings],
+        [r.sentence for r in readings],
+    )
     right = [answer_contained(r.answer, item.answers) for r in readings]
     return QuestionRows(dataset, tuple(zip(features, right, strict=True)), anywhere)
 
@@ -106,8 +118,9 @@ def fit_model(x: np.ndarray, y: np.ndarray, ridge: float = RIDGE) -> SupportMode
     mean, scale = x.mean(axis=0), x.std(axis=0)
     scale = np.where(scale > 1e-9, scale, 1.0)
     weights, bias = fit_logistic((x - mean) / scale, y, ridge)
-    return SupportModel(tuple(map(float, weights)), bias, tuple(map(float, mean)), tuple(map(float, scale)),
-                        0.0, None, {})  # fmt: skip
+    return SupportModel(
+        tuple(map(float, weights)), bias, tuple(map(float, mean)), tuple(map(float, scale)), 0.0, None, {}
+    )
 
 
 def out_of_fold(rows: Sequence[QuestionRows], folds: int = 5, ridge: float = RIDGE) -> dict[tuple[int, int], float]:
@@ -127,8 +140,14 @@ def finals(rows: Sequence[QuestionRows], support: dict[tuple[int, int], float], 
     reaches weak, or None."""
     out = []
     for q, question in enumerate(rows):
-        end = next(((support[(q, i)], right) for i, (_, right) in enumerate(question.pages)
-                    if (q, i) in support and support[(q, i)] >= weak), None)  # fmt: skip
+        end = next(
+            (
+                (support[(q, i)], right)
+                for i, (_, right) in enumerate(question.pages)
+                if (q, i) in support and support[(q, i)] >= weak
+            ),
+            None,
+        )
         out.append(end)
     return out
 
@@ -150,8 +169,12 @@ def summary(rows: Sequence[QuestionRows], support: dict, weak: float, answered: 
     }
 
 
-def choose_thresholds(rows: Sequence[QuestionRows], support: dict, precision: float = PRECISION,
-                      max_unanswerable: float = MAX_UNANSWERABLE) -> tuple[float, float | None]:  # fmt: skip
+def choose_thresholds(
+    rows: Sequence[QuestionRows],
+    support: dict,
+    precision: float = PRECISION,
+    max_unanswerable: float = MAX_UNANSWERABLE,
+) -> tuple[float, float | None]:
     """(weak, answered) by the rules of the module docstring, on out-of-fold supports."""
     cuts = sorted({round(s, 4) for s in support.values()})
     unanswerable = [q for q, question in enumerate(rows) if not question.anywhere]
@@ -183,38 +206,51 @@ def auc_of(scores: Sequence[float], labels: Sequence[bool]) -> float:
     return float((ranks[labels].sum() - positive * (positive + 1) / 2) / (positive * negative))
 
 
-def fit(rows: Sequence[QuestionRows], folds: int = 5, precision: float = PRECISION,
-        max_unanswerable: float = MAX_UNANSWERABLE, ridge: float = RIDGE) -> SupportModel:  # fmt: skip
+def fit(
+    rows: Sequence[QuestionRows],
+    folds: int = 5,
+    precision: float = PRECISION,
+    max_unanswerable: float = MAX_UNANSWERABLE,
+    ridge: float = RIDGE,
+) -> SupportModel:
     """The support model fitted on every row, with thresholds and their measured figures from out-of-fold supports."""
     x, y, where = _matrix(rows)
     oof = out_of_fold(rows, folds, ridge)
     weak, answered = choose_thresholds(rows, oof, precision, max_unanswerable)
     logit_p = [row[FEATURES.index("logit_p")] for row in x]
     card = {
-        "rows": {"pages": len(y), "right": int(y.sum()), "questions": len(rows),
-                 "datasets": sorted({r.dataset for r in rows})},
+        "rows": {
+            "pages": len(y),
+            "right": int(y.sum()),
+            "questions": len(rows),
+            "datasets": sorted({r.dataset for r in rows}),
+        },
         "auc": {"support_out_of_fold": auc_of([oof[w] for w in where], y), "judge_p_alone": auc_of(logit_p, y)},
-        "rules": {"precision": precision, "min_green": MIN_GREEN, "max_unanswerable": max_unanswerable,
-                  "folds": folds, "ridge": ridge},
+        "rules": {
+            "precision": precision,
+            "min_green": MIN_GREEN,
+            "max_unanswerable": max_unanswerable,
+            "folds": folds,
+            "ridge": ridge,
+        },
         "dev": summary(rows, oof, weak, answered),
-    }  # fmt: skip
+    }
     model = fit_model(x, y, ridge)
     return SupportModel(model.weights, model.bias, model.mean, model.scale, weak, answered, card)
 
 
-def fit_folder(folder, cache_dir, command: str, folds: int = 5, precision: float = PRECISION,
-               max_unanswerable: float = MAX_UNANSWERABLE, say: Callable[[str], None] = print) -> SupportModel:  # fmt: skip
+def fit_folder(
+    folder,
+    cache_dir,
+    command: str,
+    folds: int = 5,
+    precision: float = PRECISION,
+    max_unanswerable: float = MAX_UNANSWERABLE,
+    say: Callable[[str], None] = print,
+) -> SupportModel:
     """Fit the support model of the judge in folder on its held-out dev questions; write support.json and the card."""
-    import json
-    import time
-    from pathlib import Path
 
     from tqdm import tqdm
-
-    from raqa.evaluation.records import provenance
-    from raqa.reading.judge import CARD_FILE, SUPPORT_FILE, AnswerJudge
-    from raqa.training.judge import _dev_setup
-    from raqa.training.judge_eval import write_card
 
     start = time.time()
     folder = Path(folder)
@@ -225,10 +261,15 @@ def fit_folder(folder, cache_dir, command: str, folds: int = 5, precision: float
     say(f"reading the top {CONTEXT_RANKS} pages of {sum(map(len, held.values()))} held-out dev questions")
     rows = collect(judge, index, positives, held, lambda items: tqdm(items, desc="dev questions", unit="q"))
     model = fit(rows, folds, precision, max_unanswerable)
-    about = {"command": command, "data": f"held-out dev questions of train-judge ({card['holdout_questions']} a set)",
-             "seconds": round(time.time() - start, 1), **provenance()}  # fmt: skip
-    model = SupportModel(model.weights, model.bias, model.mean, model.scale, model.weak, model.answered,
-                         {**model.card, **about})  # fmt: skip
+    about = {
+        "command": command,
+        "data": f"held-out dev questions of train-judge ({card['holdout_questions']} a set)",
+        "seconds": round(time.time() - start, 1),
+        **provenance(),
+    }
+    model = SupportModel(
+        model.weights, model.bias, model.mean, model.scale, model.weak, model.answered, {**model.card, **about}
+    )
     (folder / SUPPORT_FILE).write_text(json.dumps(model.to_dict(), indent=1) + "\n")
     write_card(folder, json.loads((folder / CARD_FILE).read_text()))
     return model

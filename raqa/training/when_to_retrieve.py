@@ -19,6 +19,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from raqa.evaluation.questions import load_questions
+from raqa.retrieval.corpus import load_corpus
+from raqa.retrieval.index import load_or_build
 from raqa.training.lora import LoraSettings, TrainLog, encode, save, train
 from raqa.training.when_to_retrieve_data import KINDS, data_summary, examples, known_repeats, label, read_labelled
 from raqa.when_to_retrieve.model import CARD_FILE, GreedyModel
@@ -121,10 +124,7 @@ def train_adapt(
     then train and save each adapter kind; balance repeats Adapt-LLM's known questions (examples())."""
     from tqdm import tqdm
 
-    from raqa.evaluation.questions import load_questions
-    from raqa.models.local import TransformersBackend
-    from raqa.retrieval.corpus import load_corpus
-    from raqa.retrieval.index import load_or_build
+    from raqa.models.local import TransformersBackend  # lazy: imports torch
 
     settings.check()
     wall = time.perf_counter()

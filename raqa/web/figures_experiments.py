@@ -9,23 +9,8 @@ from __future__ import annotations
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-COLOURS = ["#0969da", "#cf222e", "#1a7f37", "#8250df", "#bf8700"]
-_LAYOUT = dict(template="plotly_white", margin=dict(l=60, r=20, t=70, b=50), height=380)
-
-
-def _errors(estimates: list[dict]) -> dict:
-    """95% interval bars; an estimate without a value (a measure an older record lacks) gets none."""
-    return dict(
-        type="data",
-        symmetric=False,
-        array=[e["high"] - e["value"] if e.get("value") is not None else None for e in estimates],
-        arrayminus=[e["value"] - e["low"] if e.get("value") is not None else None for e in estimates],
-    )
-
-
-def _n(record: dict) -> str:
-    sample = record.get("sample", {})
-    return f"{record.get('dataset', '?')} test, n={sample.get('limit', '?')}, seed {sample.get('seed', '?')}"
+from raqa.web.figure_style import COLOURS, LAYOUT, errors, sample_label
+from raqa.web.figures_judge import attribution_figure, badges_figure
 
 
 def recall_figure(record: dict) -> go.Figure:
@@ -37,7 +22,7 @@ def recall_figure(record: dict) -> go.Figure:
         figure.add_scatter(
             x=ks,
             y=[e["value"] for e in estimates],
-            error_y=_errors(estimates),
+            error_y=errors(estimates),
             name=f"BM25, {tokenizer} tokens",
             mode="lines+markers",
             line_color=colour,
@@ -45,10 +30,10 @@ def recall_figure(record: dict) -> go.Figure:
     ceiling = results["answer_anywhere_in_corpus"]["value"]
     figure.add_hline(y=ceiling, line_dash="dot", annotation_text=f"answer anywhere in corpus: {ceiling:.0%}")
     figure.update_layout(
-        title=f"Recall@K: a page holding the answer in the top K ({_n(record)})",
+        title=f"Recall@K: a page holding the answer in the top K ({sample_label(record)})",
         xaxis=dict(type="log", title="K"),
         yaxis=dict(title="share of questions", tickformat=".0%"),
-        **_LAYOUT,
+        **LAYOUT,
     )
     return figure
 
@@ -62,7 +47,7 @@ def topk_vs_iterative_figure(record: dict) -> go.Figure:
         figure.add_bar(
             x=names,
             y=[e["value"] for e in estimates],
-            error_y=_errors(estimates),
+            error_y=errors(estimates),
             name=metric.replace("_", " "),
             marker_color=colour,
             row=1,
@@ -72,14 +57,14 @@ def topk_vs_iterative_figure(record: dict) -> go.Figure:
     figure.add_bar(
         x=names,
         y=[e["value"] for e in tokens],
-        error_y=_errors(tokens),
+        error_y=errors(tokens),
         name="prompt tokens",
         marker_color="#8c959f",
         row=1,
         col=2,
     )
     figure.update_yaxes(tickformat=".0%", row=1, col=1)
-    figure.update_layout(title=f"Top-K versus iterative prompting ({_n(record)})", barmode="group", **_LAYOUT)
+    figure.update_layout(title=f"Top-K versus iterative prompting ({sample_label(record)})", barmode="group", **LAYOUT)
     return figure
 
 
@@ -98,7 +83,7 @@ def window_order_figure(record: dict) -> go.Figure:
         figure.add_scatter(
             x=sizes,
             y=[e["value"] for e in quality],
-            error_y=_errors(quality),
+            error_y=errors(quality),
             name=order,
             line_color=colour,
             row=1,
@@ -107,7 +92,7 @@ def window_order_figure(record: dict) -> go.Figure:
         figure.add_scatter(
             x=sizes,
             y=[e["value"] for e in negatives],
-            error_y=_errors(negatives),
+            error_y=errors(negatives),
             name=f"{order} (negatives)",
             line_color=colour,
             line_dash="dash",
@@ -116,7 +101,7 @@ def window_order_figure(record: dict) -> go.Figure:
         )
     figure.update_xaxes(title="window size w")
     figure.update_yaxes(tickformat=".0%", row=1, col=1)
-    figure.update_layout(title=f"Window size and order, K={record['results']['k']} ({_n(record)})", **_LAYOUT)
+    figure.update_layout(title=f"Window size and order, K={record['results']['k']} ({sample_label(record)})", **LAYOUT)
     return figure
 
 
@@ -135,7 +120,7 @@ def negative_windows_figure(record: dict) -> go.Figure:
         figure.add_scatter(
             x=shots,
             y=[e["value"] for e in estimates],
-            error_y=_errors(estimates),
+            error_y=errors(estimates),
             name=label,
             line_color=colour,
             mode="lines+markers",
@@ -146,10 +131,10 @@ def negative_windows_figure(record: dict) -> go.Figure:
             y=paper, line_dash="dash", line_color="#57606a", annotation_text=f"paper, strong model, 0-shot: {paper:.1%}"
         )
     figure.update_layout(
-        title=f"Negative windows: {results['negative_windows']} negative and {results['positive_windows']} positive windows of w={results['window']} ({_n(record)})",
+        title=f"Negative windows: {results['negative_windows']} negative and {results['positive_windows']} positive windows of w={results['window']} ({sample_label(record)})",
         xaxis=dict(title="in-context examples (balanced)", tickvals=shots),
         yaxis=dict(tickformat=".0%", range=[0, 1.05]),
-        **_LAYOUT,
+        **LAYOUT,
     )
     return figure
 
@@ -162,13 +147,13 @@ def unanswerable_figure(record: dict) -> go.Figure:
     figure.add_bar(
         x=[labels[k] for k in labels if k in runs],
         y=[e["value"] for e in estimates],
-        error_y=_errors(estimates),
+        error_y=errors(estimates),
         marker_color=["#cf222e", "#bf8700"],
     )
     figure.update_layout(
         title=f"Unanswerable questions that still end with an answer ({record['results']['questions']} questions, {record.get('dataset')})",
         yaxis=dict(tickformat=".0%", range=[0, 1.05], title="share of questions"),
-        **_LAYOUT,
+        **LAYOUT,
     )
     return figure
 
@@ -214,7 +199,7 @@ def reader_comparison_figure(record: dict) -> go.Figure:
         figure.add_bar(
             x=labels,
             y=[e["value"] for e in estimates],
-            error_y=_errors([e for e in estimates if e["value"] is not None])
+            error_y=errors([e for e in estimates if e["value"] is not None])
             if all(e["value"] is not None for e in estimates)
             else None,
             name=f"{reader.get('label', name)} ({detail})",
@@ -227,13 +212,13 @@ def reader_comparison_figure(record: dict) -> go.Figure:
             f"Readers compared: {results['negative_windows']} negative and "
             f"{results['positive_windows']} positive windows of w={results['window']}, "
             f"{results['iterative_questions']} questions per order, {results['unanswerable_questions']} "
-            f"unanswerable NQ questions ({_n(record)})"
+            f"unanswerable NQ questions ({sample_label(record)})"
         ),
         barmode="group",
         yaxis=dict(tickformat=".0%", range=[0, 1.15], title="share"),
         legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0),
         title_font_size=13,
-        **{**_LAYOUT, "height": 520, "margin": dict(l=60, r=20, t=130, b=50)},
+        **{**LAYOUT, "height": 520, "margin": dict(l=60, r=20, t=130, b=50)},
     )
     return figure
 
@@ -257,77 +242,18 @@ def reading_defaults_figure(record: dict) -> go.Figure:
         figure.add_bar(
             x=[row["label"] for row in rows],
             y=[e["value"] for e in estimates],
-            error_y=_errors(estimates),
+            error_y=errors(estimates),
             name=name,
             marker_color=colour,
             text=[f"{e['value']:.0%} (n={e['n']})" if e["value"] is not None else "" for e in estimates],
             textposition="outside",
         )
     figure.update_layout(
-        title=f"Which window the base model reads best; chosen: {results['chosen']['label']} ({_n(record)} per kind)",
+        title=f"Which window the base model reads best; chosen: {results['chosen']['label']} ({sample_label(record)} per kind)",
         barmode="group",
         yaxis=dict(tickformat=".0%", range=[0, 1.15], title="share of windows"),
-        **_LAYOUT,
+        **LAYOUT,
     )
-    return figure
-
-
-BADGE_MEASURES = (
-    ("green badges right", "answered_precision"),
-    ("amber (Weak support) right", "weak_precision"),
-    ("questions ending right and green", "right_and_answered"),
-    ("unanswerable questions ending with an answer", "unanswerable_with_answer"),
-)
-
-
-def badges_figure(record: dict) -> go.Figure:
-    """eval-badges: per question, before (the judge's P alone) and after (the support model), per dataset."""
-    results = record["results"]
-    datasets = list(results)
-    figure = make_subplots(rows=1, cols=len(datasets), subplot_titles=[
-        f"{d} test, n={results[d]['per_question']['after']['questions']}" for d in datasets])  # fmt: skip
-    for col, dataset in enumerate(datasets, start=1):
-        for colour, rule in zip(COLOURS, ("before", "after"), strict=False):
-            figures = results[dataset]["per_question"][rule]
-            estimates = [figures[key] for _, key in BADGE_MEASURES]
-            shown = [e if e.get("n") and e.get("value") == e.get("value") else {"value": None} for e in estimates]
-            figure.add_bar(x=[label for label, _ in BADGE_MEASURES], y=[e["value"] for e in shown],
-                           error_y=_errors(shown), name=rule, marker_color=colour, legendgroup=rule,
-                           showlegend=col == 1, text=[f"n={e.get('n', 0)}" for e in estimates],
-                           textposition="outside", row=1, col=col)  # fmt: skip
-    figure.add_hline(y=0.9, line_dash="dash", annotation_text="target for green: 90%")
-    figure.update_layout(title="The badge per question, the page's defaults: before and after the support model",
-                         yaxis=dict(tickformat=".0%", range=[0, 1.1]), barmode="group", **_LAYOUT)  # fmt: skip
-    return figure
-
-
-DEPENDS_LABELS = (("depends_on_cited", "the cited sentence"), ("depends_on_other", "another sentence"),
-                  ("depends_on_none", "no sentence"))  # fmt: skip
-AUC_LABELS = (("depends_on_a_sentence", "depends on a sentence"), ("largest_drop", "largest drop"),
-              ("p_answer", "P(answer)"))  # fmt: skip
-
-
-def attribution_figure(record: dict) -> go.Figure:
-    """experiment attribution: what each answered window's answer depends on, by kind of window and by badge, and
-    how well that (and P(answer)) tells a right answer from a wrong one."""
-    r = record["results"]
-    groups = [("all answered", r["all"])] + [(k.replace("_", "-"), v) for k, v in r["by_kind"].items()]
-    groups += [(f"badge {b}", v) for b, v in r["by_badge"].items()]
-    figure = make_subplots(rows=1, cols=2, column_widths=[0.68, 0.32], subplot_titles=[
-        f"What the answer depends on ({r['answered_windows']} answered windows, {_n(record)})",
-        "Right vs wrong answer: AUC"])  # fmt: skip
-    for colour, (key, label) in zip(COLOURS, DEPENDS_LABELS, strict=False):
-        estimates = [g[key] for _, g in groups]
-        figure.add_bar(x=[f"{name} (n={g['n']})" for name, g in groups], y=[e["value"] for e in estimates],
-                       error_y=_errors(estimates), name=label, marker_color=colour, row=1, col=1)  # fmt: skip
-    aucs = [r["right_vs_wrong_auc"][key] for key, _ in AUC_LABELS]
-    figure.add_bar(x=[label for _, label in AUC_LABELS], y=[a["value"] for a in aucs], error_y=_errors(aucs),
-                   marker_color=COLOURS[3], name="AUC", showlegend=False, row=1, col=2)  # fmt: skip
-    figure.add_hline(y=0.5, line_dash="dash", row=1, col=2, annotation_text="chance")
-    figure.update_yaxes(tickformat=".0%", range=[0, 1.05], row=1, col=1)
-    figure.update_yaxes(range=[0, 1.05], row=1, col=2)
-    figure.update_layout(title="Why did it answer that? Leave-one-sentence-out attribution", barmode="group",
-                         **{**_LAYOUT, "height": 440})  # fmt: skip
     return figure
 
 

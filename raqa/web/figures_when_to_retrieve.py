@@ -14,7 +14,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from raqa.web.figures_experiments import _LAYOUT, COLOURS, _errors
+from raqa.web.figure_style import COLOURS, LAYOUT, errors
 from raqa.when_to_retrieve.pipeline import PIPELINE_TITLES
 from raqa.when_to_retrieve.uncertainty import SIGNAL_TITLES
 
@@ -26,27 +26,49 @@ def _datasets(record: dict) -> dict[str, dict]:
 def risk_coverage_figure(record: dict, reader: str = "base+judge") -> go.Figure:
     """Risk (wrong among answered) against coverage (answered share): lower and further right is better."""
     datasets = _datasets(record)
-    figure = make_subplots(rows=1, cols=len(datasets), shared_yaxes=True,
-                           subplot_titles=[f"{name} (n={d['n']})" for name, d in datasets.items()])  # fmt: skip
+    figure = make_subplots(
+        rows=1,
+        cols=len(datasets),
+        shared_yaxes=True,
+        subplot_titles=[f"{name} (n={d['n']})" for name, d in datasets.items()],
+    )
     for col, d in enumerate(datasets.values(), start=1):
         for colour, (signal, curve) in zip(COLOURS * 2, d["curves"]["closed_book"].items(), strict=False):
-            figure.add_scatter(x=curve["coverage"], y=curve["risk"], mode="lines", line=dict(color=colour, width=1),
-                               name=f"closed-book, {SIGNAL_TITLES[signal]} (AURC {curve['aurc']})", legendgroup=signal,
-                               showlegend=col == 1, opacity=0.6, row=1, col=col)  # fmt: skip
+            figure.add_scatter(
+                x=curve["coverage"],
+                y=curve["risk"],
+                mode="lines",
+                line=dict(color=colour, width=1),
+                name=f"closed-book, {SIGNAL_TITLES[signal]} (AURC {curve['aurc']})",
+                legendgroup=signal,
+                showlegend=col == 1,
+                opacity=0.6,
+                row=1,
+                col=col,
+            )
         best = [
             d["targets"][k].split(":")[1] for k in ("best_pipeline", "best_abstaining_pipeline") if k in d["targets"]
         ]
         for policy in dict.fromkeys(["adapt", *best]):
             curve = d["curves"]["pipeline"].get(f"{policy}:{reader}")
             if curve:
-                figure.add_scatter(x=curve["coverage"], y=curve["risk"], mode="lines+markers", marker=dict(size=4),
-                                   line=dict(width=3), name=f"pipeline, {PIPELINE_TITLES[policy]}, {reader} "
-                                   f"(AURC {curve['aurc']})", legendgroup=f"p-{policy}", showlegend=col == 1,
-                                   row=1, col=col)  # fmt: skip
+                figure.add_scatter(
+                    x=curve["coverage"],
+                    y=curve["risk"],
+                    mode="lines+markers",
+                    marker=dict(size=4),
+                    line=dict(width=3),
+                    name=f"pipeline, {PIPELINE_TITLES[policy]}, {reader} (AURC {curve['aurc']})",
+                    legendgroup=f"p-{policy}",
+                    showlegend=col == 1,
+                    row=1,
+                    col=col,
+                )
     figure.update_xaxes(title_text="coverage (share answered)", tickformat=".0%", range=[0, 1.02])
     figure.update_yaxes(title_text="risk (wrong among answered)", tickformat=".0%", col=1)
-    figure.update_layout(title="Risk-coverage: when the model answers, how often it is wrong", **{**_LAYOUT,
-                         "height": 460})  # fmt: skip
+    figure.update_layout(
+        title="Risk-coverage: when the model answers, how often it is wrong", **{**LAYOUT, "height": 460}
+    )
     return figure
 
 
@@ -57,37 +79,54 @@ def auc_figure(record: dict) -> go.Figure:
     for colour, (name, d) in zip(COLOURS, datasets.items(), strict=False):
         signals = list(d["auc"])
         estimates = [d["auc"][s] for s in signals]
-        figure.add_bar(x=[SIGNAL_TITLES[s] for s in signals], y=[e["value"] for e in estimates],
-                       error_y=_errors([e if e["low"] is not None else {"value": None} for e in estimates]),
-                       name=f"{name} (n={d['n']}, {estimates[0]['wrong']} wrong)", marker_color=colour,
-                       showlegend=True)  # fmt: skip
+        figure.add_bar(
+            x=[SIGNAL_TITLES[s] for s in signals],
+            y=[e["value"] for e in estimates],
+            error_y=errors([e if e["low"] is not None else {"value": None} for e in estimates]),
+            name=f"{name} (n={d['n']}, {estimates[0]['wrong']} wrong)",
+            marker_color=colour,
+            showlegend=True,
+        )
     figure.add_hline(y=0.7, line_dash="dash", annotation_text="target 0.70")
     figure.add_hline(y=0.5, line_dash="dot", annotation_text="chance")
     figure.update_yaxes(range=[0, 1], title_text="AUC (wrong closed-book answers)")
-    figure.update_layout(title="Which signal knows when the model is wrong (95% intervals)", barmode="group",
-                         **_LAYOUT)  # fmt: skip
+    figure.update_layout(title="Which signal knows when the model is wrong (95% intervals)", barmode="group", **LAYOUT)
     return figure
 
 
 def operating_points_figure(record: dict) -> go.Figure:
     """Selective accuracy against coverage for every configuration at its dev-chosen threshold."""
     datasets = _datasets(record)
-    figure = make_subplots(rows=1, cols=len(datasets), shared_yaxes=True,
-                           subplot_titles=[f"{name} (n={d['n']})" for name, d in datasets.items()])  # fmt: skip
+    figure = make_subplots(
+        rows=1,
+        cols=len(datasets),
+        shared_yaxes=True,
+        subplot_titles=[f"{name} (n={d['n']})" for name, d in datasets.items()],
+    )
     groups = {"never": "#6e7781", "closed_book": "#bf8700", "always": "#cf222e", "pipeline": "#0969da"}
     for col, d in enumerate(datasets.values(), start=1):
         for group, colour in groups.items():
             names = [n for n in d["table"] if n.split(":")[0] == group]
             cov = [d["table"][n]["coverage"] for n in names]
             sel = [d["table"][n]["selective_accuracy"] for n in names]
-            figure.add_scatter(x=[c["value"] for c in cov], y=[s["value"] for s in sel], mode="markers",
-                               error_x=_errors(cov), error_y=_errors(sel), marker=dict(color=colour, size=9),
-                               text=names, hovertemplate="%{text}<br>coverage %{x:.1%}<br>accuracy among answered "
-                               "%{y:.1%}<extra></extra>", name=group.replace("_", "-"), legendgroup=group,
-                               showlegend=col == 1, row=1, col=col)  # fmt: skip
+            figure.add_scatter(
+                x=[c["value"] for c in cov],
+                y=[s["value"] for s in sel],
+                mode="markers",
+                error_x=errors(cov),
+                error_y=errors(sel),
+                marker=dict(color=colour, size=9),
+                text=names,
+                hovertemplate="%{text}<br>coverage %{x:.1%}<br>accuracy among answered %{y:.1%}<extra></extra>",
+                name=group.replace("_", "-"),
+                legendgroup=group,
+                showlegend=col == 1,
+                row=1,
+                col=col,
+            )
     figure.update_xaxes(title_text="coverage (share answered)", tickformat=".0%")
     figure.update_yaxes(title_text="accuracy among answered", tickformat=".0%", col=1)
-    figure.update_layout(title="Every configuration at its dev-chosen threshold (95% intervals)", **_LAYOUT)
+    figure.update_layout(title="Every configuration at its dev-chosen threshold (95% intervals)", **LAYOUT)
     return figure
 
 
@@ -108,14 +147,24 @@ def ret_signal_figure(record: dict) -> go.Figure:
         questions = results["questions"][name]
         for needs, (label, colour) in kinds.items():
             chosen = [q for q in questions if q["needs_retrieval"] is needs]
-            figure.add_box(x=["baseline"] * len(chosen) + ["candidate"] * len(chosen),
-                           y=[q["baseline"] for q in chosen] + [q["candidate"] for q in chosen],
-                           name=f"{label}", marker_color=colour, boxpoints="all", jitter=0.4, pointpos=0,
-                           marker=dict(size=3, opacity=0.5), legendgroup=label, showlegend=col == 1,
-                           row=1, col=col)  # fmt: skip
+            figure.add_box(
+                x=["baseline"] * len(chosen) + ["candidate"] * len(chosen),
+                y=[q["baseline"] for q in chosen] + [q["candidate"] for q in chosen],
+                name=f"{label}",
+                marker_color=colour,
+                boxpoints="all",
+                jitter=0.4,
+                pointpos=0,
+                marker=dict(size=3, opacity=0.5),
+                legendgroup=label,
+                showlegend=col == 1,
+                row=1,
+                col=col,
+            )
     figure.update_yaxes(title_text="P(<RET>)", range=[0, 1], col=1)
-    figure.update_layout(title="P(<RET>) of two Adapt-LLM adapters: higher on wrong answers is what helps",
-                         boxmode="group", **_LAYOUT)  # fmt: skip
+    figure.update_layout(
+        title="P(<RET>) of two Adapt-LLM adapters: higher on wrong answers is what helps", boxmode="group", **LAYOUT
+    )
     return figure
 
 
@@ -132,7 +181,7 @@ METRICS = {"accuracy": "accuracy (gold answer contained)", "exact_match": "exact
 def _bars(figure: go.Figure, x: list[str], estimates: list[dict], name: str, colour: str, where: dict) -> None:
     """One series of shares as bars with their 95% intervals (where: the subplot and legend group)."""
     figure.add_bar(
-        x=x, y=[e["value"] for e in estimates], error_y=_errors(estimates), name=name, marker_color=colour, **where
+        x=x, y=[e["value"] for e in estimates], error_y=errors(estimates), name=name, marker_color=colour, **where
     )
 
 
@@ -152,7 +201,7 @@ def accuracy_figure(record: dict) -> go.Figure:
             estimates = [d["policies"][policy][metric] for d in datasets.values() if policy in d["policies"]]
             _bars(figure, names, estimates, POLICY_NAMES[policy], colour, _cell(col, policy))
     figure.update_yaxes(tickformat=".0%", title_text="share of questions", col=1)
-    figure.update_layout(title="When to retrieve: accuracy by policy (95% intervals)", barmode="group", **_LAYOUT)
+    figure.update_layout(title="When to retrieve: accuracy by policy (95% intervals)", barmode="group", **LAYOUT)
     return figure
 
 
@@ -172,7 +221,7 @@ def ret_rate_figure(record: dict) -> go.Figure:
         title="How often Adapt-LLM asks for retrieval",
         barmode="group",
         yaxis=dict(tickformat=".0%", title="share of questions", range=[0, 1.05]),
-        **_LAYOUT,
+        **LAYOUT,
     )
     return figure
 
@@ -192,7 +241,7 @@ def table3_figure(record: dict) -> go.Figure:
             _bars(figure, labels, estimates, which.replace("_", " "), colour, _cell(col, which))
     figure.update_yaxes(tickformat=".0%", title_text="accuracy (contains gold)", col=1)
     title = "Adapt-LLM's decisions: accuracy with and without context (Table 3)"
-    figure.update_layout(title=title, barmode="group", **_LAYOUT)
+    figure.update_layout(title=title, barmode="group", **LAYOUT)
     return figure
 
 
@@ -227,7 +276,7 @@ def threshold_figure(record: dict) -> go.Figure:
         title="The retrieval budget: accuracy as Adapt-LLM retrieves for more questions",
         xaxis=dict(title="share of questions retrieved", tickformat=".0%", range=[-0.03, 1.03]),
         yaxis=dict(title="accuracy (gold answer contained)", tickformat=".0%"),
-        **{**_LAYOUT, "height": 420},
+        **{**LAYOUT, "height": 420},
     )
     return figure
 

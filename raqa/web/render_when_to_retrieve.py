@@ -59,8 +59,10 @@ class PipelineView:
         # the ending goes above the windows once it is known, as the Ask tab puts its answer above its windows
         steps = [self._closed_html(), self._decision_html(), self._ended_html()]
         if self.decision is not None and self.decision.retrieve:
-            steps.append(f'<div class="raqa-pipe-step raqa-pipe-windows"><b>3. Read the windows</b>'
-                         f"{self.run.answer_html()}{self.run.windows_html()}</div>")  # fmt: skip
+            steps.append(
+                f'<div class="raqa-pipe-step raqa-pipe-windows"><b>3. Read the windows</b>'
+                f"{self.run.answer_html()}{self.run.windows_html()}</div>"
+            )
         done = str(self.ended is not None).lower()
         question = f'<div class="raqa-meta">Question: <bdi>{esc(self.question)}</bdi></div>' if self.question else ""
         return f'{question}<div class="raqa-pipeline" data-done="{done}">{"".join(steps)}</div>'

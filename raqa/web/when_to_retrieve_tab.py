@@ -73,8 +73,7 @@ def run_pipeline(service: Service, question, policy, threshold, reader=None):
         yield message_html("The pipeline stopped on an internal error. Please try again.")
 
 
-def replay_pipeline(service: Service, recordings, page_of, question, policy, threshold, reader=None,
-                    pause=time.sleep):  # fmt: skip
+def replay_pipeline(service: Service, recordings, page_of, question, policy, threshold, reader=None, pause=time.sleep):
     """Stream a recorded pipeline run of this question and these choices through the live run's renderer, marked
     as recorded; a message when there is none (no model runs either way)."""
     try:
@@ -128,23 +127,50 @@ def live_pipeline(
         "ends in <i>I don't know</i>.</p>"
     )
     with gr.Row():
-        question = gr.Textbox(label="Question", placeholder="Ask something…", lines=1, max_length=1000,
-                              elem_id="raqa-pipe-question", scale=3)  # fmt: skip
-        policy = gr.Dropdown([(PIPELINE_TITLES[p], p) for p in PAGE_POLICIES], value="adapt", label="Decision policy",
-                             info="What decides whether to retrieve.", elem_id="raqa-pipe-policy")  # fmt: skip
-        threshold = gr.Slider(0, 1, value=tuned["adapt"], step=0.01, label="Threshold",
-                              info="Adapt-LLM: retrieve when P(<RET>) ≥ this. Others: when the confidence is below.",
-                              elem_id="raqa-pipe-threshold")  # fmt: skip
+        question = gr.Textbox(
+            label="Question",
+            placeholder="Ask something…",
+            lines=1,
+            max_length=1000,
+            elem_id="raqa-pipe-question",
+            scale=3,
+        )
+        policy = gr.Dropdown(
+            [(PIPELINE_TITLES[p], p) for p in PAGE_POLICIES],
+            value="adapt",
+            label="Decision policy",
+            info="What decides whether to retrieve.",
+            elem_id="raqa-pipe-policy",
+        )
+        threshold = gr.Slider(
+            0,
+            1,
+            value=tuned["adapt"],
+            step=0.01,
+            label="Threshold",
+            info="Adapt-LLM: retrieve when P(<RET>) ≥ this. Others: when the confidence is below.",
+            elem_id="raqa-pipe-threshold",
+        )
     choices = [(r.label, name) for name, r in service.readers.items()]
-    reader = gr.Radio(choices, value=choices[0][1] if choices else None, label="Reader of the windows",
-                      visible=len(choices) > 1, elem_id="raqa-pipe-reader")  # fmt: skip
+    reader = gr.Radio(
+        choices,
+        value=choices[0][1] if choices else None,
+        label="Reader of the windows",
+        visible=len(choices) > 1,
+        elem_id="raqa-pipe-reader",
+    )
     button = gr.Button("Run the pipeline", variant="primary", elem_id="raqa-pipe-run")
     example_list = gr.Examples(
         examples, inputs=question, label="Examples (a click replays a recorded run)", elem_id="raqa-pipe-examples"
     )
     output = gr.HTML(message_html(NO_ADAPT_MODEL) if not service.has_adapt_model() else "", elem_id="raqa-pipe-out")
-    policy.change(lambda p: gr.Slider(value=tuned.get(p, DEFAULT_RET_THRESHOLD), interactive=p not in ("never", "always")),
-                  [policy], [threshold], api_visibility="private", queue=False)  # fmt: skip
+    policy.change(
+        lambda p: gr.Slider(value=tuned.get(p, DEFAULT_RET_THRESHOLD), interactive=p not in ("never", "always")),
+        [policy],
+        [threshold],
+        api_visibility="private",
+        queue=False,
+    )
     listen = dict(concurrency_id="model", preprocess=False, trigger_mode="multiple")
 
     def run_here(question_, policy_, threshold_, reader_=None):
@@ -160,22 +186,38 @@ def live_pipeline(
         yield from replay_pipeline(service, recordings, page_of, question_, policy_, threshold_, reader_)
 
     # a replay uses no model: it is not queued behind live runs
-    example_list.load_input_event.then(replay, [question, policy, threshold, reader], [output], api_visibility="private",
-                                       preprocess=False, concurrency_limit=None)  # fmt: skip
+    example_list.load_input_event.then(
+        replay,
+        [question, policy, threshold, reader],
+        [output],
+        api_visibility="private",
+        preprocess=False,
+        concurrency_limit=None,
+    )
 
 
 def ret_slider(record: dict | None) -> None:
     """The P(<RET>) threshold over the committed example decisions: which questions switch as it moves."""
     decided, start = (record or {}).get("results", {}).get("examples", []), tuned_thresholds(record)["adapt"]
-    gr.HTML('<h3 class="raqa-section">Move the P(&lt;RET&gt;) threshold</h3><p class="raqa-meta">The paper\'s code '
-            "reads the probability that Adapt-LLM's reply starts with &lt;RET&gt;; a threshold on it decides. Each "
-            "example's probability is in the committed pipeline evaluation; move the slider to see which questions switch "
-            "between retrieving and answering from memory.</p>")  # fmt: skip
-    slider = gr.Slider(0, 1, value=start, step=0.01, label="P(<RET>) threshold",
-                       info="Retrieve when P(<RET>) is at or above it.", elem_id="raqa-ret-threshold")  # fmt: skip
+    gr.HTML(
+        '<h3 class="raqa-section">Move the P(&lt;RET&gt;) threshold</h3><p class="raqa-meta">The paper\'s code '
+        "reads the probability that Adapt-LLM's reply starts with &lt;RET&gt;; a threshold on it decides. Each "
+        "example's probability is in the committed pipeline evaluation; move the slider to see which questions switch "
+        "between retrieving and answering from memory.</p>"
+    )
+    slider = gr.Slider(
+        0,
+        1,
+        value=start,
+        step=0.01,
+        label="P(<RET>) threshold",
+        info="Retrieve when P(<RET>) is at or above it.",
+        elem_id="raqa-ret-threshold",
+    )
     table = gr.HTML(ret_examples_html(decided, start), elem_id="raqa-ret-examples")
-    slider.change(lambda t: ret_examples_html(decided, float(t)), [slider], [table], api_visibility="private",
-                  queue=False)  # fmt: skip
+    slider.change(
+        lambda t: ret_examples_html(decided, float(t)), [slider], [table], api_visibility="private", queue=False
+    )
 
 
 def evaluation_figures(results: dict[str, dict]) -> None:

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
+from raqa.models.base import ModelError
 from raqa.stats import best_accuracy
 from raqa.text import normalize_answer
 
@@ -135,7 +136,6 @@ def lookup(items: Sequence[PopItem]) -> dict[str, PopItem]:
 
 def load_popularity(path: str) -> dict[str, PopItem]:
     """RAQA_POPQA's questions by normalised text; a broken file stops the start with the loader's message."""
-    from raqa.models.base import ModelError
 
     try:
         return lookup(load_popqa(path))

@@ -24,8 +24,13 @@ from raqa.when_to_retrieve.prompts import Messages, closed_book_messages, parame
 
 Signal = Literal["sequence_probability", "token_probability", "mean_entropy", "max_entropy", "p_true", "not_ret"]
 SIGNALS: tuple[Signal, ...] = (
-    "sequence_probability", "token_probability", "mean_entropy", "max_entropy", "p_true", "not_ret",
-)  # fmt: skip
+    "sequence_probability",
+    "token_probability",
+    "mean_entropy",
+    "max_entropy",
+    "p_true",
+    "not_ret",
+)
 SIGNAL_TITLES = {
     "sequence_probability": "Sequence probability",
     "token_probability": "Lowest token probability",
@@ -45,8 +50,12 @@ def token_signals(probabilities: Sequence[float], entropies: Sequence[float]) ->
         (0.4, 0.5, -0.6, -1.0)
     """
     if not probabilities:
-        return {"sequence_probability": 0.0, "token_probability": 0.0, "mean_entropy": -math.inf,
-                "max_entropy": -math.inf}  # fmt: skip
+        return {
+            "sequence_probability": 0.0,
+            "token_probability": 0.0,
+            "mean_entropy": -math.inf,
+            "max_entropy": -math.inf,
+        }
     return {
         "sequence_probability": math.exp(sum(math.log(max(p, 1e-300)) for p in probabilities)),
         "token_probability": min(probabilities),

@@ -1,0 +1,114 @@
+"""Figures of the answer judge's committed results: the badges' precision before and after (eval-badges) and what
+an answer depends on (experiment attribution). JSON record in, Figure out, as in figures_experiments.py.
+"""
+
+from __future__ import annotations
+
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from raqa.web.figure_style import COLOURS, LAYOUT, errors, sample_label
+
+BADGE_MEASURES = (
+    ("green badges right", "answered_precision"),
+    ("amber (Weak support) right", "weak_precision"),
+    ("questions ending right and green", "right_and_answered"),
+    ("unanswerable questions ending with an answer", "unanswerable_with_answer"),
+)
+
+
+def badges_figure(record: dict) -> go.Figure:
+    """eval-badges: per question, before (the judge's P alone) and after (the support model), per dataset."""
+    results = record["results"]
+    datasets = list(results)
+    figure = make_subplots(
+        rows=1,
+        cols=len(datasets),
+        subplot_titles=[f"{d} test, n={results[d]['per_question']['after']['questions']}" for d in datasets],
+    )
+    for col, dataset in enumerate(datasets, start=1):
+        for colour, rule in zip(COLOURS, ("before", "after"), strict=False):
+            figures = results[dataset]["per_question"][rule]
+            estimates = [figures[key] for _, key in BADGE_MEASURES]
+            shown = [e if e.get("n") and e.get("value") == e.get("value") else {"value": None} for e in estimates]
+            figure.add_bar(
+                x=[label for label, _ in BADGE_MEASURES],
+                y=[e["value"] for e in shown],
+                error_y=errors(shown),
+                name=rule,
+                marker_color=colour,
+                legendgroup=rule,
+                showlegend=col == 1,
+                text=[f"n={e.get('n', 0)}" for e in estimates],
+                textposition="outside",
+                row=1,
+                col=col,
+            )
+    figure.add_hline(y=0.9, line_dash="dash", annotation_text="target for green: 90%")
+    figure.update_layout(
+        title="The badge per question, the page's defaults: before and after the support model",
+        yaxis=dict(tickformat=".0%", range=[0, 1.1]),
+        barmode="group",
+        **LAYOUT,
+    )
+    return figure
+
+
+DEPENDS_LABELS = (
+    ("depends_on_cited", "the cited sentence"),
+    ("depends_on_other", "another sentence"),
+    ("depends_on_none", "no sentence"),
+)
+AUC_LABELS = (
+    ("depends_on_a_sentence", "depends on a sentence"),
+    ("largest_drop", "largest drop"),
+    ("p_answer", "P(answer)"),
+)
+
+
+def attribution_figure(record: dict) -> go.Figure:
+    """experiment attribution: what each answered window's answer depends on, by kind of window and by badge, and
+    how well that (and P(answer)) tells a right answer from a wrong one."""
+    r = record["results"]
+    groups = [("all answered", r["all"])] + [(k.replace("_", "-"), v) for k, v in r["by_kind"].items()]
+    groups += [(f"badge {b}", v) for b, v in r["by_badge"].items()]
+    figure = make_subplots(
+        rows=1,
+        cols=2,
+        column_widths=[0.68, 0.32],
+        subplot_titles=[
+            f"What the answer depends on ({r['answered_windows']} answered windows, {sample_label(record)})",
+            "Right vs wrong answer: AUC",
+        ],
+    )
+    for colour, (key, label) in zip(COLOURS, DEPENDS_LABELS, strict=False):
+        estimates = [g[key] for _, g in groups]
+        figure.add_bar(
+            x=[f"{name} (n={g['n']})" for name, g in groups],
+            y=[e["value"] for e in estimates],
+            error_y=errors(estimates),
+            name=label,
+            marker_color=colour,
+            row=1,
+            col=1,
+        )
+    aucs = [r["right_vs_wrong_auc"][key] for key, _ in AUC_LABELS]
+    figure.add_bar(
+        x=[label for _, label in AUC_LABELS],
+        y=[a["value"] for a in aucs],
+        error_y=errors(aucs),
+        marker_color=COLOURS[3],
+        name="AUC",
+        showlegend=False,
+        row=1,
+        col=2,
+    )
+    figure.add_hline(y=0.5, line_dash="dash", row=1, col=2, annotation_text="chance")
+    figure.update_yaxes(tickformat=".0%", range=[0, 1.05], row=1, col=1)
+    figure.update_yaxes(range=[0, 1.05], row=1, col=2)
+    figure.update_layout(
+        title="Why did it answer that? Leave-one-sentence-out attribution",
+        barmode="group",
+        **{**LAYOUT, "height": 440},
+    )
+    return figure
