@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import string
 import unicodedata
+from collections import Counter
 
 # A sentence ends at . ! or ? followed by space and a capital, digit or quote; good enough for
 # Wikipedia lead sections, and deterministic, which matters more here than linguistic finesse.
@@ -72,3 +73,48 @@ def slug(question: str) -> str:
         'who-painted-the-mona-lisa'
     """
     return re.sub(r"[^a-z0-9]+", "-", question.casefold()).strip("-")[:80] or "question"
+
+
+MIN_F1 = 0.5  # token F1 between the model's and the judge's answers that counts as agreement
+
+
+def token_f1(a: str, b: str) -> float:
+    """Token F1 of two normalised answers.
+
+    Example:
+        >>> round(token_f1("Leonardo da Vinci", "da Vinci"), 2)
+        0.8
+    """
+    left, right = normalize_answer(a).split(), normalize_answer(b).split()
+    common = sum((Counter(left) & Counter(right)).values())
+    if not common:
+        return 0.0
+    precision, recall = common / len(left), common / len(right)
+    return 2 * precision * recall / (precision + recall)
+
+
+def agrees(model_answer: str, judge_answer: str) -> bool:
+    """Whether two answers name the same thing: normalised containment either way, or token F1 >= MIN_F1.
+
+    Example:
+        >>> agrees("Leonardo da Vinci", "Leonardo"), agrees("Osaka", "Tokyo")
+        (True, False)
+    """
+    a, b = normalize_answer(model_answer), normalize_answer(judge_answer)
+    if not a or not b:
+        return False
+    if f" {a} " in f" {b} " or f" {b} " in f" {a} ":
+        return True
+    return token_f1(a, b) >= MIN_F1
+
+
+def restates_question(answer: str, question: str) -> bool:
+    """Whether every word of the answer is already in the question ("gold" for "the chemical symbol for gold"):
+    such a reply names what was asked about, not an answer.
+
+    Example:
+        >>> restates_question("gold", "What is the chemical symbol for gold?"), restates_question("Au", "... gold?")
+        (True, False)
+    """
+    words = normalize_answer(answer).split()
+    return bool(words) and set(words) <= set(normalize_answer(question).split())

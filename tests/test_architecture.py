@@ -138,3 +138,53 @@ def test_the_architecture_check_would_catch_a_breach(tmp_path):
     )
     assert "gradio" in imports(bad) and {"web"} <= {n.split(".")[1] for n in imports(bad) if n.startswith("raqa.")}
     assert reads_environment(bad) == [6]
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph(modules: list[Path]) -> dict[str, set[str]]:
+    """Each raqa module's raqa modules, from every import in it (at the top, inside functions or for type checks)."""
+    known = {module_name(p) for p in modules}
+    return {module_name(p): {n for n in imports(p) if n in known} - {module_name(p)} for p in modules}
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import circles of a graph: its strongly connected components of more than one module (Tarjan's)."""
+    order, low, stack, found, counter = {}, {}, [], [], [0]
+
+    def visit(node: str) -> None:
+        order[node] = low[node] = counter[0]
+        counter[0] += 1
+        stack.append(node)
+        for other in graph.get(node, ()):
+            if other not in order:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in stack:
+                low[node] = min(low[node], order[other])
+        if low[node] == order[node]:
+            component = []
+            while (top := stack.pop()) != node:
+                component.append(top)
+            component.append(node)
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in order:
+            visit(node)
+    return found
+
+
+def test_no_modules_import_each_other():
+    """No import circle, not even through a lazy import inside a function: a circle means two modules share one
+    idea, which belongs in one of them or in a third that both import."""
+    assert circles(import_graph(MODULES)) == []
+
+
+def test_the_circle_check_would_catch_a_circle():
+    graph = {"raqa.a": {"raqa.b"}, "raqa.b": {"raqa.c"}, "raqa.c": {"raqa.a"}, "raqa.d": {"raqa.a"}}
+    assert circles(graph) == [["raqa.a", "raqa.b", "raqa.c"]]

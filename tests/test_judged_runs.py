@@ -10,13 +10,14 @@ import pytest
 from raqa.config import AppConfig, RunForm, RunSettings, SettingsError
 from raqa.loading import Lazy
 from raqa.models.scripted import ScriptedBackend
-from raqa.reading.agreement import agrees, check_agreement, token_f1
+from raqa.reading.agreement import check_agreement
 from raqa.reading.engine import run
 from raqa.reading.events import Final, WindowVerdict, to_json
 from raqa.reading.judge import JudgeReading
 from raqa.reading.prompts import parse_reply
 from raqa.reading.readers import BASE_READER, JUDGE_READERS
 from raqa.service import Service
+from raqa.text import agrees, token_f1
 
 QUESTION = "Who painted the Mona Lisa?"
 

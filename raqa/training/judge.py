@@ -23,12 +23,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from raqa.evaluation.positives import PositiveIndex
 from raqa.evaluation.records import provenance
 from raqa.reading.judge import CARD_FILE, MAX_TOKENS, AnswerJudge, _quiet_transformers, base_encoder_dir, page_context
-from raqa.retrieval.corpus import load_corpus
-from raqa.retrieval.index import load_or_build
-from raqa.training.judge_data import JudgePair, build_pairs, dev_questions
+from raqa.training import judge_card, judge_eval
+from raqa.training.judge_data import JudgePair, build_pairs, dev_setup
 
 LORA_TARGETS = ("query", "key", "value", "dense")  # every linear layer of the BERT blocks
 WHY_METHOD = {
@@ -212,17 +210,6 @@ def settings_card(settings: JudgeSettings) -> dict:
     return card
 
 
-def _dev_setup(cache_dir: Path, seed: int, holdout: int, say: Callable[[str], None]):
-    """The corpus' index and answer index, and the dev questions split into (held out, for training)."""
-
-    pages = load_corpus(None)
-    index = load_or_build(pages, cache_dir, progress=lambda message, fraction: say(message))
-    questions = dev_questions(seed)
-    held = {d: items[:holdout] for d, items in questions.items()}
-    rest = {d: items[holdout:] for d, items in questions.items()}
-    return index, PositiveIndex(pages), held, rest
-
-
 def train_judge(
     out: Path,
     settings: JudgeSettings,
@@ -237,11 +224,9 @@ def train_judge(
     from tqdm import tqdm
     from transformers import AutoTokenizer
 
-    from raqa.training import judge_eval
-
     settings.check()
     wall = time.perf_counter()
-    index, positives, held, rest = _dev_setup(cache_dir, settings.seed, holdout, say)
+    index, positives, held, rest = dev_setup(cache_dir, settings.seed, holdout, say)
     say("Labelling BM25 pages of the dev questions")
     bar = lambda items: tqdm(items, desc="dev questions", unit="q", mininterval=2)  # noqa: E731
     pairs, report = build_pairs(rest, index, positives, settings.per_question, limit, settings.seed, progress=bar)
@@ -283,7 +268,7 @@ def train_judge(
         wall_seconds=round(time.perf_counter() - wall, 1),
         **provenance(),
     )
-    judge_eval.write_card(out, card)
+    judge_card.write_card(out, card)
     (out / "training_log.json").write_text(json.dumps({"losses": losses}) + "\n")
     return card
 
@@ -291,15 +276,14 @@ def train_judge(
 def remeasure(out: Path, cache_dir: Path, command: str, say: Callable[[str], None] = print) -> dict:
     """Refit p_answer and the threshold and measure again a trained judge folder (same held-out and test pairs as
     its card's seed and sizes give); the training fields of the card are kept."""
-    from raqa.training import judge_eval
 
     judge = AnswerJudge.load(out)
     card = judge.card
     seed, holdout = card["settings"]["seed"], card["holdout_questions"]
-    index, positives, held, _ = _dev_setup(cache_dir, seed, holdout, say)
+    index, positives, held, _ = dev_setup(cache_dir, seed, holdout, say)
     held_pairs, _ = build_pairs(held, index, positives, 1, None, seed)
     per_kind = card.get("test_pairs_per_kind", 300)
     card.update(judge_eval.evaluate(judge, held_pairs, index, positives, seed, per_kind, say))
     card.update(measured_with=command, **provenance())
-    judge_eval.write_card(out, card)
+    judge_card.write_card(out, card)
     return card

@@ -22,14 +22,15 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 from raqa.evaluation.positives import PositiveIndex
 from raqa.evaluation.questions import QAItem, load_questions
 from raqa.reading.grounding import about_question
 from raqa.reading.judge import sentence_offsets
-from raqa.retrieval.corpus import Page
-from raqa.retrieval.index import BM25Index, Hit
+from raqa.retrieval.corpus import Page, load_corpus
+from raqa.retrieval.index import BM25Index, Hit, load_or_build
 from raqa.training.reader_data import answer_span
 
 TRAIN_DATASETS = ("nq", "triviaqa")
@@ -170,3 +171,13 @@ def measurement_pairs(
 
 def pair_counts(pairs: Sequence[JudgePair]) -> dict:
     return dict(sorted(Counter(f"{p.dataset}/{'positive' if p.positive else 'negative'}" for p in pairs).items()))
+
+
+def dev_setup(cache_dir: Path, seed: int, holdout: int, say: Callable[[str], None]):
+    """The corpus' index and answer index, and the dev questions split into (held out, for training)."""
+    pages = load_corpus(None)
+    index = load_or_build(pages, cache_dir, progress=lambda message, fraction: say(message))
+    questions = dev_questions(seed)
+    held = {d: items[:holdout] for d, items in questions.items()}
+    rest = {d: items[holdout:] for d, items in questions.items()}
+    return index, PositiveIndex(pages), held, rest

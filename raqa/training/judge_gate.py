@@ -21,8 +21,8 @@ from raqa.config import RunSettings
 from raqa.evaluation.positives import sample_windows
 from raqa.reading.judge import CARD_FILE, AnswerJudge
 from raqa.stats import auc, lowest_under
-from raqa.training.judge import _dev_setup
-from raqa.training.judge_eval import write_card
+from raqa.training.judge_card import write_card
+from raqa.training.judge_data import dev_setup
 
 WINDOWS = (1, 2, 3)
 MAX_FALSE = 0.2  # at most this share of answer-free dev windows passes the gate
@@ -85,7 +85,7 @@ def calibrate_folder(
 
     judge = AnswerJudge.load(folder)
     card = judge.card
-    index, positives, held, _ = _dev_setup(cache_dir, card["settings"]["seed"], card["holdout_questions"], say)
+    index, positives, held, _ = dev_setup(cache_dir, card["settings"]["seed"], card["holdout_questions"], say)
     gate = calibrate(judge, index, positives, held, max_false, say=say)
     card = json.loads((folder / CARD_FILE).read_text())
     card["gate"] = {**gate, "command": command, "data": f"held-out dev questions ({card['holdout_questions']} a set)"}

@@ -31,11 +31,11 @@ import numpy as np
 
 from raqa.evaluation.metrics import answer_contained
 from raqa.evaluation.records import provenance
-from raqa.reading.judge import CARD_FILE, SUPPORT_FILE, AnswerJudge
-from raqa.reading.support import CONTEXT_RANKS, FEATURES, SupportModel, page_features
+from raqa.reading.judge import CARD_FILE, AnswerJudge
+from raqa.reading.support import CONTEXT_RANKS, FEATURES, SUPPORT_FILE, SupportModel, page_features
 from raqa.stats import wilson
-from raqa.training.judge import _dev_setup
-from raqa.training.judge_eval import write_card
+from raqa.training.judge_card import write_card
+from raqa.training.judge_data import dev_setup
 
 MIN_GREEN = 10  # green finals needed on dev before a precision counts
 PRECISION = 0.9  # what a green badge must reach on dev
@@ -257,7 +257,7 @@ def fit_folder(
     judge = AnswerJudge.load(folder)
     judge.support = None  # rows are read with the judge's own P(answer), whatever support model is there now
     card = judge.card
-    index, positives, held, _ = _dev_setup(cache_dir, card["settings"]["seed"], card["holdout_questions"], say)
+    index, positives, held, _ = dev_setup(cache_dir, card["settings"]["seed"], card["holdout_questions"], say)
     say(f"reading the top {CONTEXT_RANKS} pages of {sum(map(len, held.values()))} held-out dev questions")
     rows = collect(judge, index, positives, held, lambda items: tqdm(items, desc="dev questions", unit="q"))
     model = fit(rows, folds, precision, max_unanswerable)
@@ -273,42 +273,3 @@ def fit_folder(
     (folder / SUPPORT_FILE).write_text(json.dumps(model.to_dict(), indent=1) + "\n")
     write_card(folder, json.loads((folder / CARD_FILE).read_text()))
     return model
-
-
-def card_section(support: dict) -> str:
-    """The judge card's section on the support model and the badge, from support.json."""
-    dev = support["dev"]
-
-    def pct(e: dict) -> str:
-        if not e["n"]:
-            return "none (n = 0)"
-        return f"{e['value']:.0%} [{e['low']:.0%}, {e['high']:.0%}] (n = {e['n']})"
-
-    answered = support["answered"]
-    green = (
-        f"**Answered** from support {answered:.4f}: green finals right {pct(dev['answered_precision'])}"
-        if answered is not None
-        else f"**Answered**: no threshold reached {support['rules']['precision']:.0%} precision over at least "
-        f"{support['rules']['min_green']} green finals on dev, so no answer is shown green"
-    )
-    weights = ", ".join(f"{n} {w:+.2f}" for n, w in zip(support["features"], support["weights"], strict=True))
-    return f"""
-
-## Support probability and the badge (`support.json`)
-One probability per answer that the judge's extraction on a page is right, from a logistic regression on what is
-known about it among BM25's top {CONTEXT_RANKS} pages. Fitted on {support["rows"]["pages"]:,} pages
-({support["rows"]["right"]} right extractions) of {support["rows"]["questions"]:,} {support["data"]}; thresholds
-chosen on {support["rules"]["folds"]}-fold out-of-fold probabilities, simulating a run with the page's defaults that
-ends at the first page reaching Weak support. Made by `{support["command"]}` ({support["seconds"]:.0f} s).
-Standardised weights: {weights}.
-
-- AUC of right vs wrong extractions: support {support["auc"]["support_out_of_fold"]:.3f} (out of fold), the judge's
-  P(answer) alone {support["auc"]["judge_p_alone"]:.3f}
-- {green}
-- **Weak support** from support {support["weak"]:.4f}, the lowest at which at most
-  {support["rules"]["max_unanswerable"]:.0%} of dev questions with no answer in the corpus end with one: right
-  {pct(dev["weak_precision"])}
-- dev questions ending with an answer: {pct(dev["ended_with_answer"])}; right and green
-  {pct(dev["right_and_answered"])}; unanswerable ones ending with an answer {pct(dev["unanswerable_with_answer"])}
-
-The simulation takes the judge's answer as the model's (runs keep a model answer only where the two agree)."""

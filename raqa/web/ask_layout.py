@@ -17,6 +17,7 @@ from pathlib import Path
 import gradio as gr
 
 from raqa.config import RunForm, RunSettings, run_ranges
+from raqa.reading.judge import JUDGE_DIR
 from raqa.reading.readers import BASE_READER
 from raqa.reading.support import shipped as shipped_support
 from raqa.service import Service
@@ -281,7 +282,7 @@ def _results(service: Service) -> list:
     """The run's answers, windows, figures, pages, downloads and (when the operator keeps them) flag buttons."""
     answers = gr.HTML(elem_id="raqa-answers")
     has_judge = service.judge.available
-    gr.HTML(badge_legend(has_judge, shipped_support() if has_judge else None), elem_id="raqa-legend")
+    gr.HTML(badge_legend(has_judge, shipped_support(JUDGE_DIR) if has_judge else None), elem_id="raqa-legend")
     windows = gr.HTML(RunView().windows_html(), elem_id="raqa-windows")
     with gr.Row():
         scores = gr.Plot(
