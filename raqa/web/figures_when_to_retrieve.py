@@ -23,15 +23,16 @@ def _datasets(record: dict) -> dict[str, dict]:
     return record["results"]["datasets"]
 
 
+def _side_by_side(datasets: dict) -> go.Figure:
+    """One panel a dataset, side by side on a shared y axis, each titled with its sample size."""
+    titles = [f"{name} (n={d['n']})" for name, d in datasets.items()]
+    return make_subplots(rows=1, cols=len(datasets), shared_yaxes=True, subplot_titles=titles)
+
+
 def risk_coverage_figure(record: dict, reader: str = "base+judge") -> go.Figure:
     """Risk (wrong among answered) against coverage (answered share): lower and further right is better."""
     datasets = _datasets(record)
-    figure = make_subplots(
-        rows=1,
-        cols=len(datasets),
-        shared_yaxes=True,
-        subplot_titles=[f"{name} (n={d['n']})" for name, d in datasets.items()],
-    )
+    figure = _side_by_side(datasets)
     for col, d in enumerate(datasets.values(), start=1):
         for colour, (signal, curve) in zip(COLOURS * 2, d["curves"]["closed_book"].items(), strict=False):
             figure.add_scatter(
@@ -97,12 +98,7 @@ def auc_figure(record: dict) -> go.Figure:
 def operating_points_figure(record: dict) -> go.Figure:
     """Selective accuracy against coverage for every configuration at its dev-chosen threshold."""
     datasets = _datasets(record)
-    figure = make_subplots(
-        rows=1,
-        cols=len(datasets),
-        shared_yaxes=True,
-        subplot_titles=[f"{name} (n={d['n']})" for name, d in datasets.items()],
-    )
+    figure = _side_by_side(datasets)
     groups = {"never": "#6e7781", "closed_book": "#bf8700", "always": "#cf222e", "pipeline": "#0969da"}
     for col, d in enumerate(datasets.values(), start=1):
         for group, colour in groups.items():
