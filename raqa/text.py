@@ -1,4 +1,5 @@
-"""Small text utilities shared by prompts, grounding and metrics: sentences and answer normalisation."""
+"""Small text utilities shared by prompts, grounding, the judge and metrics: sentences, answer normalisation and
+answer comparison (token F1, agreement, an answer that only restates the question)."""
 
 from __future__ import annotations
 

@@ -19,11 +19,8 @@ from raqa.cli.output import error, progress_line, say, write_json
 from raqa.config import RunForm, SpeedOptions
 from raqa.evaluation import questions as question_sets  # by module: tests replace its load_questions
 from raqa.evaluation.records import command_line
-from raqa.ops import reliability, scale
-from raqa.ops.bench import main as bench_main
+from raqa.ops import scale
 from raqa.ops.deploy_space import DeployError, check_repo_id, deploy, listing, space_files
-from raqa.ops.page_start import started_app
-from raqa.service import Service
 
 # KILT's 5.9 M pages hold about 2.1 G words (DPR cut the same Wikipedia into 21 M passages of 100 words),
 # so about 360 words or, at 1.3 WordPiece tokens a word, 470 tokens a page: an assumption, not a measurement.
@@ -37,6 +34,8 @@ def sample_questions(count: int, seed: int) -> list[str]:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    from raqa.ops.bench import main as bench_main  # lazy: imports torch (this module's other verbs need none)
+
     return bench_main(args)
 
 
@@ -44,6 +43,8 @@ def cmd_load_test(args: argparse.Namespace) -> int:
     """Serve the page on the real model and send one NQ question per session, all at once: first with every speed
     option off (one run at a time, the page as it was), then on with fp32 weights (runs in flight share forward
     passes), then on (decode from packed weights too)."""
+    from raqa.ops import reliability  # lazy: imports torch
+    from raqa.service import Service  # lazy: imports torch
 
     loaded = Service.load(app_config(args), progress=say)
     questions = sample_questions(args.sessions, args.seed)
@@ -78,6 +79,8 @@ def cmd_load_test(args: argparse.Namespace) -> int:
 
 def cmd_soak(args: argparse.Namespace) -> int:
     """Run questions one after another through the page's generator and record memory after each."""
+    from raqa.ops import reliability  # lazy: imports torch
+    from raqa.service import Service  # lazy: imports torch
 
     service = Service.load(app_config(args), progress=say)
     questions = sample_questions(args.questions, args.seed)
@@ -137,6 +140,7 @@ def cmd_deploy_space(args: argparse.Namespace) -> int:
 
 def cmd_time_start(args: argparse.Namespace) -> int:
     """Start app.py once as Spaces does and print the seconds to a usable page as JSON."""
+    from raqa.ops.page_start import started_app  # lazy: imports torch
 
     try:
         with started_app(
