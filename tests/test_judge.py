@@ -63,7 +63,8 @@ def pairs(tiny_pages, tiny_index):
 
 
 def trained_folder(tmp_path, tokenizer, tiny_pages, tiny_index, method: str = "full") -> Path:
-    from raqa.training.judge import JudgeSettings, features, save, train
+    from raqa.training.judge import JudgeSettings, save, train
+    from raqa.training.judge_features import features
 
     settings = JudgeSettings(method=method, epochs=3, batch=2, max_tokens=64, lr=1e-3, rank=4, alpha=8)
     model = tiny_model(tokenizer)
@@ -81,7 +82,7 @@ def trained_folder(tmp_path, tokenizer, tiny_pages, tiny_index, method: str = "f
 
 
 def test_features_point_at_the_answer_tokens_or_at_cls(tokenizer, tiny_pages, tiny_index) -> None:
-    from raqa.training.judge import features
+    from raqa.training.judge_features import features
 
     found = pairs(tiny_pages, tiny_index)
     items, dropped = features(tokenizer, found, 64)
@@ -190,3 +191,60 @@ def test_the_committed_judge_finds_leonardo_on_the_mona_lisa_page_and_nothing_on
     assert "Leonardo da Vinci" in on_mona.answer and on_mona.p_answer >= judge.threshold
     assert on_mona.answer in on_mona.sentence and on_mona.sentence in mona.text
     assert on_mars.p_answer < judge.threshold
+
+
+def test_a_stopped_training_resumes_from_its_checkpoint_and_ends_where_an_unbroken_one_does(
+    tmp_path, tokenizer, tiny_pages, tiny_index
+) -> None:
+    import torch
+
+    from raqa.training.judge import JudgeSettings, train
+    from raqa.training.judge_features import features
+
+    settings = JudgeSettings(epochs=4, batch=1, max_tokens=64, lr=1e-3, checkpoint_every=2)
+    items, _ = features(tokenizer, pairs(tiny_pages, tiny_index), settings.max_tokens)
+
+    def still_model():  # no dropout, so a resumed run can match an unbroken one weight for weight
+        model = tiny_model(tokenizer)
+        for module in model.modules():
+            if isinstance(module, torch.nn.Dropout):
+                module.p = 0.0
+        return model
+
+    unbroken = still_model()
+    log = train(unbroken, items, settings, tokenizer.pad_token_id, lambda done, stats: None)
+    assert log["steps"] == 8 and log["resumed_at_step"] == 0
+
+    checkpoint = tmp_path / "checkpoint" / "train.pt"
+
+    def stop_after_five(done, stats):
+        if done == 5:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        train(still_model(), items, settings, tokenizer.pad_token_id, stop_after_five, checkpoint)
+    resumed = still_model()
+    log = train(resumed, items, settings, tokenizer.pad_token_id, lambda done, stats: None, checkpoint)
+    assert log["resumed_at_step"] == 4 and log["steps"] == 8
+    for (name, a), b in zip(unbroken.state_dict().items(), resumed.state_dict().values(), strict=True):
+        assert torch.allclose(a, b, atol=1e-6), name
+
+    other = JudgeSettings(epochs=2, batch=1, max_tokens=64, lr=1e-3, checkpoint_every=2)
+    with pytest.raises(ValueError, match="another run"):
+        train(still_model(), items, other, tokenizer.pad_token_id, lambda done, stats: None, checkpoint)
+
+
+def test_train_judge_options_are_checked_before_anything_loads() -> None:
+    from raqa.training.judge import JudgeSettings
+
+    for bad in ({"depth": 10}, {"depth": 500}, {"mined": -1}, {"checkpoint_every": -3}):
+        with pytest.raises(ValueError):
+            JudgeSettings(**bad).check()
+    JudgeSettings(depth=50, mined=2, checkpoint_every=100).check()
+    run = subprocess.run(
+        [sys.executable, "-m", "raqa", "train-judge", "--init", "/nonexistent", "--mined", "2"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert run.returncode == 2 and "--init: no judge at /nonexistent" in run.stderr

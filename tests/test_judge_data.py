@@ -77,3 +77,23 @@ def test_build_pairs_is_balanced_counted_and_seeded(tiny_pages, tiny_index) -> N
     assert report["pairs"] == 4 and report["k"] == 15
     limited, _ = build_pairs(questions, tiny_index, positives, per_question=1, limit=2, seed=3)
     assert len(limited) == 2
+
+
+def test_positives_may_come_from_deeper_pages_but_negatives_only_from_the_pages_a_run_reads(tiny_pages) -> None:
+    from raqa.retrieval.index import Hit
+
+    # the Mona Lisa page ranked last (8th): with k = 3 it is still a positive, and the negatives are ranks 1-3
+    order = ["p1", "p6", "p5", "p2", "p7", "p8", "p4", "p3"]
+    hits = [Hit(rank, 1.0 / rank, page(tiny_pages, pid)) for rank, pid in enumerate(order, start=1)]
+    for seed in range(5):
+        pairs, counts = question_pairs(MONA, "tiny", hits, PositiveIndex(tiny_pages), random.Random(seed), 2, k=3)
+        assert [p.page.id for p in pairs if p.positive] == ["p3"]
+        assert [p.rank for p in pairs if not p.positive] and all(p.rank <= 3 for p in pairs if not p.positive)
+        assert counts["negative"] == 7  # every page is still labelled and counted
+
+
+def test_build_pairs_reports_the_depth_and_never_takes_negatives_below_k(tiny_pages, tiny_index) -> None:
+    positives = PositiveIndex(tiny_pages)
+    pairs, report = build_pairs({"tiny": [MONA]}, tiny_index, positives, per_question=1, seed=0, k=2, depth=8)
+    assert report["k"] == 2 and report["depth"] == 8
+    assert all(p.rank <= 2 for p in pairs if not p.positive) and any(p.positive for p in pairs)

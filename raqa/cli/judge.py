@@ -14,6 +14,7 @@ from raqa.cli.output import error, say
 from raqa.config import default_cache_dir
 from raqa.evaluation.records import command_line
 from raqa.models.base import ModelError
+from raqa.reading.judge import CARD_FILE
 from raqa.training.judge import JudgeSettings, remeasure, train_judge
 from raqa.training.judge_gate import calibrate_folder
 from raqa.training.support_fit import fit_folder
@@ -29,13 +30,20 @@ def cmd_train_judge(args: argparse.Namespace) -> int:
         rank=args.rank,
         alpha=args.alpha,
         per_question=args.per_question,
+        depth=args.depth,
+        mined=args.mined,
         seed=args.seed,
         threads=args.threads,
+        checkpoint_every=args.checkpoint_every,
     )
     try:
         settings.check()
         if (args.limit is not None and args.limit < 2) or args.holdout < 10 or args.test_pairs < 10:
             raise ValueError("--limit must be 2 or more, --holdout and --test-pairs 10 or more.")
+        if args.init and args.method != "full":
+            raise ValueError("--init goes on from a full judge: use it with --method full.")
+        if args.init and not (Path(args.init) / CARD_FILE).is_file():
+            raise ValueError(f"--init: no judge at {args.init} (expected {CARD_FILE}).")
     except ValueError as e:
         return error(e)
     lora = args.method == "lora"
@@ -47,6 +55,10 @@ def cmd_train_judge(args: argparse.Namespace) -> int:
         batch=args.batch,
         max_tokens=args.max_tokens,
         per_question=args.per_question,
+        depth=args.depth if args.depth != 15 else None,
+        mined=args.mined or None,
+        init=args.init,
+        checkpoint_every=args.checkpoint_every or None,
         rank=args.rank if lora else None,
         alpha=args.alpha if lora else None,
         limit=args.limit,
@@ -62,7 +74,10 @@ def cmd_train_judge(args: argparse.Namespace) -> int:
         except ModelError as e:
             return error(e)
     else:
-        card = train_judge(Path(args.out), settings, cache, command, args.limit, args.holdout, args.test_pairs, say=say)
+        init = Path(args.init) if args.init else None
+        card = train_judge(
+            Path(args.out), settings, cache, command, args.limit, args.holdout, args.test_pairs, say=say, init=init
+        )
     summary = {
         "threshold": card["threshold"],
         "auc": {d: round(m["auc"]["value"], 3) for d, m in card["test"].items()},

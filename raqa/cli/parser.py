@@ -134,6 +134,17 @@ def _train_judge(sub) -> None:
     judge.add_argument("--batch", type=int, default=16)
     judge.add_argument("--max-tokens", type=int, default=256, help="question + page, in encoder tokens")
     judge.add_argument("--per-question", type=int, default=2, help="positive pages per question (as many negatives)")
+    judge.add_argument("--depth", type=int, default=15, help="BM25 pages searched for positives (negatives: top 15)")
+    judge.add_argument(
+        "--mined", type=int, default=0, help="extra negatives per question: answer-free pages the judge wrongly passes"
+    )
+    judge.add_argument("--init", help="a trained full judge folder to go on from (and to mine with)")
+    judge.add_argument(
+        "--checkpoint-every",
+        type=int,
+        default=0,
+        help="steps between checkpoints; the same command run again resumes a stopped run",
+    )
     judge.add_argument("--rank", type=int, default=16, help="LoRA rank (--method lora)")
     judge.add_argument("--alpha", type=int, default=32, help="LoRA alpha (--method lora)")
     judge.add_argument("--limit", type=int, help="training pairs per dataset (default: all dev questions)")

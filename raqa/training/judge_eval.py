@@ -8,6 +8,11 @@ shipped model's. On answer-bearing vs answer-free pages from BM25's top 15 (judg
     at_threshold   share of positive / negative pages at or above the card's threshold (Wilson intervals)
     ms_per_page    wall time of read() per page, pages of one question read together
 
+Per question (`per_question`, n seeded test questions a set, each one's BM25 top 15 read), the judge alone as a
+run meets it: `best_right` the share whose most confident extraction holds a gold answer, `auc` of that
+extraction's p_answer for right vs wrong ones, and per cut t `first_at` the run's view: the first page in rank
+order with p_answer >= t ends the question (share answered, and precision: right among those answered).
+
 p_answer's scale and bias (Platt scaling of the span-vs-no-answer margin) and the threshold (Youden's J: true-positive
 minus false-positive rate) are fitted on held-out dev pairs, balanced, so p_answer reads as P(answer) at even odds.
 """
@@ -19,7 +24,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from raqa.evaluation.metrics import exact_match, f1
+from raqa.evaluation.metrics import answer_contained, exact_match, f1
 from raqa.evaluation.questions import load_questions
 from raqa.reading.judge import probability
 from raqa.stats import auc_interval, estimate, proportion, youden
@@ -116,9 +121,45 @@ def evaluate(judge, held_pairs, index, positives, seed: int, test_per_kind: int,
         say(f"Measuring on {dataset} test pairs")
         pairs = measurement_pairs(index, positives, dataset, test_per_kind, seed)
         fields["test"][dataset] = measure(judge, pairs, judge.threshold)
+        say(f"Reading {test_per_kind} {dataset} test questions' top 15 pages (per question)")
+        fields["test"][dataset]["per_question"] = question_level(judge, index, dataset, test_per_kind, seed)
     timing_questions = [q.question for q in load_questions("nq", "test", limit=100, seed=seed)]
     fields["timing"] = window_timing(judge, index, timing_questions)
     return fields
+
+
+PER_QUESTION_CUTS = (0.5, 0.7, 0.8, 0.9, 0.95)
+
+
+def question_level(judge, index, dataset: str, n: int, seed: int = 0, k: int = 15, progress=iter) -> dict:
+    """The judge alone over each test question's top k pages (see the module docstring)."""
+    best_p, best_right, firsts = [], [], {cut: [] for cut in PER_QUESTION_CUTS}
+    for item in progress(load_questions(dataset, "test", limit=n, seed=seed)):
+        readings = judge.read(item.question, index.search(item.question, k))
+        if not readings:
+            continue
+        right = [answer_contained(r.answer, item.answers) for r in readings]
+        top = max(range(len(readings)), key=lambda i: readings[i].p_answer)
+        best_p.append(readings[top].p_answer)
+        best_right.append(right[top])
+        for cut in PER_QUESTION_CUTS:
+            first = next((i for i, r in enumerate(readings) if r.p_answer >= cut), None)
+            firsts[cut].append(None if first is None else right[first])
+    return {
+        "questions": len(best_p),
+        "best_right": proportion(best_right).as_dict(),
+        "auc": auc_interval(
+            [p for p, r in zip(best_p, best_right, strict=True) if not r],
+            [p for p, r in zip(best_p, best_right, strict=True) if r],
+        ),
+        "first_at": {
+            str(cut): {
+                "answered": proportion([e is not None for e in ends]).as_dict(),
+                "precision": proportion([e for e in ends if e is not None]).as_dict(),
+            }
+            for cut, ends in firsts.items()
+        },
+    }
 
 
 def window_timing(judge, index, questions: Sequence[str], window: int = 3) -> dict:
