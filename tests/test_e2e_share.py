@@ -4,11 +4,21 @@ could not use, and a finished run downloads as JSON events and as a Markdown rep
 from __future__ import annotations
 
 import json
+import threading
+import time
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from test_e2e import _ask, backend, browser, page, server  # noqa: F401 - the fixtures, shared
+from test_e2e import _ask, _fruit_pages, _script, backend, browser, page, server  # noqa: F401 - the fixtures, shared
+
+from raqa.config import AppConfig
+from raqa.models.scripted import ScriptedBackend
+from raqa.retrieval.corpus import Page
+from raqa.retrieval.index import BM25Index
+from raqa.service import Service
+from raqa.web import ask_layout
+from raqa.web.app import build_demo
 
 pytestmark = pytest.mark.e2e
 
@@ -79,6 +89,62 @@ def test_a_finished_run_downloads_as_json_events_and_a_markdown_report(page, tmp
     # the model's markup is text: verbatim only inside the indented code block of the reply, escaped elsewhere
     assert all(line.startswith("    ") for line in report.splitlines() if "<script>" in line)
     assert "**Answer:** Africa \\<script\\>" in report
+
+
+# from now on, the question of each answer the page shows, in order ("" while a run is reading)
+ANSWERS_SHOWN_JS = """() => {
+  const shown = (window.__raqaAnswers = []);
+  const note = () => {
+    const answer = document.querySelector("#raqa-answers .raqa-answer");
+    const question = (answer && answer.dataset.question) || "";
+    if (shown[shown.length - 1] !== question) shown.push(question);
+  };
+  note();
+  const options = { subtree: true, childList: true, characterData: true, attributes: true };
+  new MutationObserver(note).observe(document.querySelector("#raqa-answers"), options);
+}"""
+
+
+def test_run_clicked_as_an_answer_shows_keeps_its_own_answer_and_downloads(browser, monkeypatch, tmp_path):  # noqa: F811
+    """On a page that reads several runs at once (a model that batches them), Run clicked the moment one run's
+    answer shows, while its downloads are still being written: the new run's answer and downloads stay its own. The
+    downloads once came in an update after the answer that repeated it, and that update landed on the new run."""
+    first, second = "When do owls hunt?", "Where do zebras live?"  # one window each
+    written = threading.Event()
+    write = ask_layout.write_exports
+
+    def slow_write(events, folder):
+        paths = write(events, folder)
+        if events[0]["question"] == first:
+            time.sleep(2.0)
+            written.set()
+        return paths
+
+    monkeypatch.setattr(ask_layout, "write_exports", slow_write)
+    model = ScriptedBackend(_script)
+    model.batcher = object()  # as a model that shares its forward passes: several runs at once (concurrent_runs)
+    pages = [*_fruit_pages(), Page("owl", "Owls", "Owls hunt at night.")]
+    service = Service(AppConfig(cache_dir=tmp_path / "cache"), pages, BM25Index.build(pages), model, "test", {})
+    assert service.concurrent_runs > 1
+    demo = build_demo(service)
+    _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True)
+    try:
+        tab = browser.new_page(viewport={"width": 1300, "height": 1600})
+        tab.goto(url, wait_until="networkidle")
+        _ask(tab, first)
+        tab.locator(f'.raqa-answer[data-question="{first}"]').wait_for(timeout=30000)
+        tab.evaluate(ANSWERS_SHOWN_JS)
+        _ask(tab, second)
+        tab.wait_for_function("q => window.__raqaAnswers.includes(q)", arg=second, timeout=30000)
+        assert written.wait(timeout=10)  # the first run's downloads are written...
+        tab.wait_for_timeout(1000)  # ...and whatever was sent after them has landed
+        shown = tab.evaluate("() => window.__raqaAnswers")
+        assert shown[shown.index(second) :] == [second], shown  # once the answer shows, it stays
+        with tab.expect_download() as got:
+            tab.locator("#raqa-download-json").click()
+        assert json.loads(Path(got.value.path()).read_text(encoding="utf-8"))[0]["question"] == second
+    finally:
+        demo.close()
 
 
 @pytest.fixture(scope="module")

@@ -109,16 +109,32 @@ def form_values(question: str, form: RunForm) -> list:
 
 
 def with_downloads(runs: Iterator[tuple], record: list[dict]):
-    """A run's outputs, then its downloads once it has ended; hidden (and emptied) while it runs."""
+    """A run's outputs, its downloads hidden (and emptied) while it runs and set on its last output.
+
+    subtle: the downloads come with the last output, not in an update of their own after it, which had to repeat the
+    answer (an API client's result is the last update) and, runs being read at once (a batching model), could land on
+    the answer of a run clicked the moment this one's answer showed. So an output that follows the end of a run (a
+    final or failed event) is held until the next comes (a comparison's second run) or the stream stops, at once.
+    """
     hidden = (gr.DownloadButton(value=None, visible=False), gr.DownloadButton(value=None, visible=False))
-    last = None
+    buttons = hidden  # the run's first output empties the last run's downloads; later outputs leave them
+    last, held = None, False
     for outputs in runs:
-        yield (*outputs, *(hidden if last is None else (gr.skip(), gr.skip())))
-        last = outputs
-    if last is not None and any(event["type"] == "final" for event in record):
-        # subtle: the last yield repeats the run's last outputs, so an API client's result is the run's end
+        if held:
+            yield (*last, *buttons)
+            buttons = (gr.skip(), gr.skip())
+        last, held = outputs, bool(record) and record[-1]["type"] in ("final", "run_failed")
+        if not held:
+            yield (*last, *buttons)
+            buttons = (gr.skip(), gr.skip())
+    if last is None:
+        return
+    if any(event["type"] == "final" for event in record):
+        # held is False only after an internal error's message, which then comes twice, the second with the downloads
         with temporary_folder("raqa-run-") as folder:
             yield (*last, *(gr.DownloadButton(value=str(path), visible=True) for path in write_exports(record, folder)))
+    elif held:
+        yield (*last, *buttons)
 
 
 def _runs(service: Service, tab: AskTab, gate: VisitorGate | None) -> list:
