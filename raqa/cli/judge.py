@@ -1,20 +1,24 @@
-"""`train-judge`: check the numbers, then hand over to raqa.training.judge (torch loads there).
+"""The judge's verbs (train-judge, calibrate-judge, fit-support, compare-judges): check the numbers, then hand over
+to raqa.training (torch loads there).
 
-Prints a short JSON summary on stdout (threshold, test AUCs, wall time); exit status 2 on bad input.
-With --measure-only, a trained judge folder is refitted (p_answer, threshold) and measured again, no training.
+Each prints a short JSON summary on stdout; exit status 2 on bad input. With --measure-only, train-judge refits
+(p_answer, threshold) and measures again a trained judge folder, no training.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import time
 from pathlib import Path
 
 from raqa.cli.output import error, say
 from raqa.config import default_cache_dir
+from raqa.evaluation import records
 from raqa.evaluation.records import command_line
 from raqa.models.base import ModelError
 from raqa.reading.judge import CARD_FILE
+from raqa.training import judge_compare
 from raqa.training.judge import JudgeSettings, remeasure, train_judge
 from raqa.training.judge_gate import calibrate_folder
 from raqa.training.support_fit import fit_folder
@@ -119,4 +123,38 @@ def cmd_fit_support(args: argparse.Namespace) -> int:
     print(
         json.dumps({"weak": model.weak, "answered": model.answered, "auc": model.card["auc"], "dev": model.card["dev"]})
     )
+    return 0
+
+
+def cmd_compare_judges(args: argparse.Namespace) -> int:
+    """Measure judge folders in one run (training/judge_compare.py) and write the record; JSON summary on stdout."""
+
+    folders = [Path(f) for f in args.folders]
+    missing = [str(f) for f in folders if not (f / CARD_FILE).is_file()]
+    if missing or len(set(folders)) != len(folders) or not 10 <= args.limit <= 3000:
+        return error(
+            f"No judge at {', '.join(missing)} (expected {CARD_FILE})."
+            if missing
+            else "Give distinct judge folders and --limit from 10 to 3000."
+        )
+    command = command_line("compare-judges", *args.folders, limit=args.limit, seed=args.seed)
+    started = time.perf_counter()
+    try:
+        measured = judge_compare.compare(folders, Path(args.cache or default_cache_dir()), args.limit, args.seed, say)
+    except ModelError as e:
+        return error(e)
+    about = {
+        "command": command,
+        "model": "answer judges (MiniLM QA head): " + ", ".join(args.folders),
+        "judges": measured["judges"],
+        "corpus": measured["corpus"],
+        "sample": {"questions_per_set": args.limit, "pages_per_kind": args.limit, "seed": args.seed, "split": "test"},
+        "seconds": round(time.perf_counter() - started, 1),
+    }
+    path = records.write("judges", "nq+triviaqa", measured["results"], about, Path(args.out))
+    summary = {
+        d: {f: round(m["per_question"]["best_right"]["value"], 3) for f, m in per.items()}
+        for d, per in measured["results"].items()
+    }
+    print(json.dumps({"record": str(path), "best_extraction_right": summary}))
     return 0

@@ -177,6 +177,13 @@ def _train_judge(sub) -> None:
     support.add_argument("--out", default="assets/judge", help="the judge folder that gets support.json")
     support.add_argument("--cache", help="cache folder for the index (env RAQA_CACHE)")
     support.set_defaults(func=command("judge:cmd_fit_support"))
+    compare = sub.add_parser("compare-judges", help="measure answer judges in one run on the same test pages")
+    compare.add_argument("folders", nargs="+", help="judge folders (train-judge's --out), the shipped one first")
+    compare.add_argument("--limit", type=int, default=300, help="test questions (and pages of each kind) per set")
+    compare.add_argument("--seed", type=int, default=0)
+    compare.add_argument("--out", default="assets/results", help="folder for judges-nq+triviaqa.json")
+    compare.add_argument("--cache", help="cache folder for the index (env RAQA_CACHE)")
+    compare.set_defaults(func=command("judge:cmd_compare_judges"))
 
 
 def _train_adapt(sub) -> None:

@@ -105,6 +105,12 @@ def _mined(card: dict) -> str:
     return text
 
 
+def _answered_right(first: dict) -> str:
+    """ "answered / precision" of one cut; a dash for a precision over no question."""
+    precision = first["precision"]
+    return f"{first['answered']['value']:.0%} / " + (f"{precision['value']:.0%}" if precision["n"] else "–")
+
+
 def _per_question(card: dict) -> str:
     """The judge alone, per test question over its top 15 pages (judge_eval.question_level), where measured."""
     measured = {d: m["per_question"] for d, m in card["test"].items() if "per_question" in m}
@@ -114,9 +120,7 @@ def _per_question(card: dict) -> str:
     rows = "\n".join(
         f"| {d} | {m['questions']} | {_pct(m['best_right'])} | {m['auc']['value']:.3f} "
         f"[{m['auc']['low']:.3f}, {m['auc']['high']:.3f}] | "
-        + " | ".join(
-            f"{m['first_at'][c]['answered']['value']:.0%} / {m['first_at'][c]['precision']['value']:.0%}" for c in cuts
-        )
+        + " | ".join(_answered_right(m["first_at"][c]) for c in cuts)
         + " |"
         for d, m in measured.items()
     )

@@ -131,35 +131,41 @@ def evaluate(judge, held_pairs, index, positives, seed: int, test_per_kind: int,
 PER_QUESTION_CUTS = (0.5, 0.7, 0.8, 0.9, 0.95)
 
 
-def question_level(judge, index, dataset: str, n: int, seed: int = 0, k: int = 15, progress=iter) -> dict:
-    """The judge alone over each test question's top k pages (see the module docstring)."""
-    best_p, best_right, firsts = [], [], {cut: [] for cut in PER_QUESTION_CUTS}
-    for item in progress(load_questions(dataset, "test", limit=n, seed=seed)):
-        readings = judge.read(item.question, index.search(item.question, k))
-        if not readings:
-            continue
-        right = [answer_contained(r.answer, item.answers) for r in readings]
-        top = max(range(len(readings)), key=lambda i: readings[i].p_answer)
-        best_p.append(readings[top].p_answer)
-        best_right.append(right[top])
-        for cut in PER_QUESTION_CUTS:
-            first = next((i for i, r in enumerate(readings) if r.p_answer >= cut), None)
-            firsts[cut].append(None if first is None else right[first])
+def question_outcome(judge, index, item, k: int = 15) -> dict | None:
+    """One test question read as a run meets it: the most confident extraction's p_answer and whether it is right,
+    and per cut whether the first page in rank order reaching it is right (None: no page reaches it)."""
+    readings = judge.read(item.question, index.search(item.question, k))
+    if not readings:
+        return None
+    right = [answer_contained(r.answer, item.answers) for r in readings]
+    top = max(range(len(readings)), key=lambda i: readings[i].p_answer)
+    first = {
+        cut: next((right[i] for i, r in enumerate(readings) if r.p_answer >= cut), None) for cut in PER_QUESTION_CUTS
+    }
+    return {"best_p": readings[top].p_answer, "best_right": right[top], "first": first}
+
+
+def summarise_questions(outcomes: Sequence[dict]) -> dict:
+    """question_outcome's results as the card's `per_question` (see the module docstring)."""
+    best = [(o["best_p"], o["best_right"]) for o in outcomes]
     return {
-        "questions": len(best_p),
-        "best_right": proportion(best_right).as_dict(),
-        "auc": auc_interval(
-            [p for p, r in zip(best_p, best_right, strict=True) if not r],
-            [p for p, r in zip(best_p, best_right, strict=True) if r],
-        ),
+        "questions": len(outcomes),
+        "best_right": proportion([r for _, r in best]).as_dict(),
+        "auc": auc_interval([p for p, r in best if not r], [p for p, r in best if r]),
         "first_at": {
             str(cut): {
-                "answered": proportion([e is not None for e in ends]).as_dict(),
-                "precision": proportion([e for e in ends if e is not None]).as_dict(),
+                "answered": proportion([o["first"][cut] is not None for o in outcomes]).as_dict(),
+                "precision": proportion([o["first"][cut] for o in outcomes if o["first"][cut] is not None]).as_dict(),
             }
-            for cut, ends in firsts.items()
+            for cut in PER_QUESTION_CUTS
         },
     }
+
+
+def question_level(judge, index, dataset: str, n: int, seed: int = 0, k: int = 15) -> dict:
+    """The judge alone over n seeded test questions' top k pages (see the module docstring)."""
+    outcomes = [question_outcome(judge, index, item, k) for item in load_questions(dataset, "test", limit=n, seed=seed)]
+    return summarise_questions([o for o in outcomes if o is not None])
 
 
 def window_timing(judge, index, questions: Sequence[str], window: int = 3) -> dict:

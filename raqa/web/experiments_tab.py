@@ -25,6 +25,7 @@ EXPERIMENT_ORDER = [
     "reading_defaults",
     "reader_comparison",
     "badges",
+    "judges",
     "attribution",
     "when_to_retrieve",
     "pipeline",

@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from raqa.web.figure_style import COLOURS, LAYOUT, errors, sample_label
-from raqa.web.figures_judge import attribution_figure, badges_figure
+from raqa.web.figures_judge import attribution_figure, badges_figure, judges_figure
 
 
 def recall_figure(record: dict) -> go.Figure:
@@ -266,5 +266,6 @@ FIGURES = {
     "unanswerable": unanswerable_figure,
     "reader_comparison": reader_comparison_figure,
     "badges": badges_figure,
+    "judges": judges_figure,
     "attribution": attribution_figure,
 }

@@ -1,5 +1,6 @@
-"""Figures of the answer judge's committed results: the badges' precision before and after (eval-badges) and what
-an answer depends on (experiment attribution). JSON record in, Figure out, as in figures_experiments.py.
+"""Figures of the answer judge's committed results: the badges' precision before and after (eval-badges), judges
+compared on the same test questions (compare-judges) and what an answer depends on (experiment attribution). JSON
+record in, Figure out, as in figures_experiments.py.
 """
 
 from __future__ import annotations
@@ -47,6 +48,55 @@ def badges_figure(record: dict) -> go.Figure:
     figure.add_hline(y=0.9, line_dash="dash", annotation_text="target for green: 90%")
     figure.update_layout(
         title="The badge per question, the page's defaults: before and after the support model",
+        yaxis=dict(tickformat=".0%", range=[0, 1.1]),
+        barmode="group",
+        **LAYOUT,
+    )
+    return figure
+
+
+JUDGE_MEASURES = (  # (label, where in a judge's results, which cut of first_at where it is one)
+    ("page AUC (answer-bearing vs -free)", "window", None),
+    ("best extraction right (per question)", "best_right", None),
+    ("first page >= 0.7: right", "precision", "0.7"),
+    ("first page >= 0.9: right", "precision", "0.9"),
+    ("questions reaching 0.9", "answered", "0.9"),
+)
+
+
+def _judge_estimate(result: dict, key: str, cut: str | None) -> dict:
+    if key == "window":
+        return {**result["window"]["auc"], "n": result["window"]["auc"].get("n_positive", 0)}
+    per_question = result["per_question"]
+    return per_question["first_at"][cut][key] if cut else per_question[key]
+
+
+def judges_figure(record: dict) -> go.Figure:
+    """compare-judges: each judge on the same test pages and questions, per dataset."""
+    results = record["results"]
+    datasets = list(results)
+    n = record.get("sample", {}).get("questions_per_set", "?")
+    figure = make_subplots(rows=1, cols=len(datasets), subplot_titles=[f"{d} test, n={n} questions" for d in datasets])
+    for col, dataset in enumerate(datasets, start=1):
+        for colour, (folder, result) in zip(COLOURS, results[dataset].items(), strict=False):
+            estimates = [_judge_estimate(result, key, cut) for _, key, cut in JUDGE_MEASURES]
+            shown = [e if e.get("n") and e.get("value") == e.get("value") else {"value": None} for e in estimates]
+            figure.add_bar(
+                x=[label for label, _, _ in JUDGE_MEASURES],
+                y=[e["value"] for e in shown],
+                error_y=errors(shown),
+                name=folder,
+                marker_color=colour,
+                legendgroup=folder,
+                showlegend=col == 1,
+                text=[f"n={e.get('n', 0)}" for e in estimates],
+                textposition="outside",
+                row=1,
+                col=col,
+            )
+    figure.add_hline(y=0.9, line_dash="dash", annotation_text="target for green: 90%")
+    figure.update_layout(
+        title="Answer judges on the same test questions: pages told apart, and the run's first confident page",
         yaxis=dict(tickformat=".0%", range=[0, 1.1]),
         barmode="group",
         **LAYOUT,
