@@ -132,6 +132,41 @@ def badges() -> str:
     return "\n".join([made_by(path, record), "", *markdown_rows(header, rows), "", *pages])
 
 
+JUDGE_ROWS = (  # (label, a judge's measurement of one set -> the estimate shown)
+    (
+        "page AUC, answer-bearing vs answer-free",
+        lambda m: {**m["window"]["auc"], "n": m["window"]["auc"]["n_positive"]},
+    ),
+    ("exact match on answer-bearing pages", lambda m: m["window"]["exact_match"]),
+    ("answer-free pages at or above its threshold", lambda m: m["window"]["at_threshold"]["negative_pages_answered"]),
+    ("most confident extraction right, per question", lambda m: m["per_question"]["best_right"]),
+    ("questions with a page >= 0.7", lambda m: m["per_question"]["first_at"]["0.7"]["answered"]),
+    ("... its extraction right", lambda m: m["per_question"]["first_at"]["0.7"]["precision"]),
+    ("questions with a page >= 0.9", lambda m: m["per_question"]["first_at"]["0.9"]["answered"]),
+    ("... its extraction right", lambda m: m["per_question"]["first_at"]["0.9"]["precision"]),
+)
+
+
+def _estimate(e: Mapping) -> str:
+    """A share as _share writes it, or an AUC (no percent sign) with its interval."""
+    if "n_positive" in e:
+        return f"{e['value']:.3f} [{e['low']:.3f}, {e['high']:.3f}]"
+    return _share(e)
+
+
+def judges() -> str:
+    path = "assets/results/judges-nq+triviaqa.json"
+    record = load_record(path)
+    sets, folders = record["results"], list(record["judges"])
+    header = ["test"] + [f"{d}: `{f}`" for d in sets for f in folders]
+    rows = [[label] + [_estimate(pick(sets[d][f])) for d in sets for f in folders] for label, pick in JUDGE_ROWS]
+    made = [
+        f"- `{f}`: made by `{j['command']}` (weights {j['weights']}, threshold {j['threshold']})"
+        for f, j in record["judges"].items()
+    ]
+    return "\n".join([made_by(path, record), "", *markdown_rows(header, rows), "", *made])
+
+
 def support() -> str:
     path = "assets/judge/support.json"
     section = card_section(load_record(path)).strip().split("\n", 1)[1]  # less the card's heading: the page has its own
