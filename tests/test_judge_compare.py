@@ -84,3 +84,17 @@ def test_compare_judges_refuses_missing_or_repeated_folders_before_loading_anyth
             [sys.executable, "-m", "raqa", "compare-judges", *arguments], capture_output=True, text=True, cwd=ROOT
         )
         assert run.returncode == 2 and run.stderr.startswith("error: "), (arguments, run.stderr)
+
+
+def test_every_panel_of_the_judges_figure_reads_as_shares_on_one_scale() -> None:
+    estimate = {"value": 0.5, "low": 0.4, "high": 0.6, "n": 10}
+    result = {
+        "window": {"auc": {"value": 0.8, "low": 0.7, "high": 0.9, "n_positive": 10}},
+        "per_question": {
+            "best_right": estimate,
+            "first_at": {c: {"answered": estimate, "precision": estimate} for c in ("0.7", "0.9")},
+        },
+    }
+    figure = judges_figure({"results": {"nq": {"a": result}, "triviaqa": {"a": result}}})
+    axes = [figure.layout.yaxis, figure.layout.yaxis2]
+    assert [a.tickformat for a in axes] == [".0%", ".0%"] and [tuple(a.range) for a in axes] == [(0, 1.1)] * 2

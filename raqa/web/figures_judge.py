@@ -48,10 +48,10 @@ def badges_figure(record: dict) -> go.Figure:
     figure.add_hline(y=0.9, line_dash="dash", annotation_text="target for green: 90%")
     figure.update_layout(
         title="The badge per question, the page's defaults: before and after the support model",
-        yaxis=dict(tickformat=".0%", range=[0, 1.1]),
         barmode="group",
         **LAYOUT,
     )
+    figure.update_yaxes(tickformat=".0%", range=[0, 1.1])  # every panel, not only the first
     return figure
 
 
@@ -97,10 +97,10 @@ def judges_figure(record: dict) -> go.Figure:
     figure.add_hline(y=0.9, line_dash="dash", annotation_text="target for green: 90%")
     figure.update_layout(
         title="Answer judges on the same test questions: pages told apart, and the run's first confident page",
-        yaxis=dict(tickformat=".0%", range=[0, 1.1]),
         barmode="group",
         **LAYOUT,
     )
+    figure.update_yaxes(tickformat=".0%", range=[0, 1.1])  # every panel, not only the first
     return figure
 
 
