@@ -18,27 +18,20 @@ BADGE_MEASURES = (
 )
 
 
-def badges_figure(record: dict) -> go.Figure:
-    """eval-badges: per question, before (the judge's P alone) and after (the support model), per dataset."""
-    results = record["results"]
-    datasets = list(results)
-    figure = make_subplots(
-        rows=1,
-        cols=len(datasets),
-        subplot_titles=[f"{d} test, n={results[d]['per_question']['after']['questions']}" for d in datasets],
-    )
-    for col, dataset in enumerate(datasets, start=1):
-        for colour, rule in zip(COLOURS, ("before", "after"), strict=False):
-            figures = results[dataset]["per_question"][rule]
-            estimates = [figures[key] for _, key in BADGE_MEASURES]
+def _share_panels(titles: list[str], panels: list[list[tuple[str, list[str], list[dict]]]], title: str) -> go.Figure:
+    """One panel a dataset, in each one bar series (name, labels, estimates) a rule or judge, grouped, with 95%
+    intervals and counts, on one percent scale with the 90% target for green."""
+    figure = make_subplots(rows=1, cols=len(panels), subplot_titles=titles)
+    for col, series in enumerate(panels, start=1):
+        for colour, (name, labels, estimates) in zip(COLOURS, series, strict=False):
             shown = [e if e.get("n") and e.get("value") == e.get("value") else {"value": None} for e in estimates]
             figure.add_bar(
-                x=[label for label, _ in BADGE_MEASURES],
+                x=labels,
                 y=[e["value"] for e in shown],
                 error_y=errors(shown),
-                name=rule,
+                name=name,
                 marker_color=colour,
-                legendgroup=rule,
+                legendgroup=name,
                 showlegend=col == 1,
                 text=[f"n={e.get('n', 0)}" for e in estimates],
                 textposition="outside",
@@ -46,13 +39,26 @@ def badges_figure(record: dict) -> go.Figure:
                 col=col,
             )
     figure.add_hline(y=0.9, line_dash="dash", annotation_text="target for green: 90%")
-    figure.update_layout(
-        title="The badge per question, the page's defaults: before and after the support model",
-        barmode="group",
-        **LAYOUT,
-    )
+    figure.update_layout(title=title, barmode="group", **LAYOUT)
     figure.update_yaxes(tickformat=".0%", range=[0, 1.1])  # every panel, not only the first
     return figure
+
+
+def badges_figure(record: dict) -> go.Figure:
+    """eval-badges: per question, before (the judge's P alone) and after (the support model), per dataset."""
+    results = record["results"]
+    labels = [label for label, _ in BADGE_MEASURES]
+    return _share_panels(
+        [f"{d} test, n={r['per_question']['after']['questions']}" for d, r in results.items()],
+        [
+            [
+                (rule, labels, [r["per_question"][rule][key] for _, key in BADGE_MEASURES])
+                for rule in ("before", "after")
+            ]
+            for r in results.values()
+        ],
+        "The badge per question, the page's defaults: before and after the support model",
+    )
 
 
 JUDGE_MEASURES = (  # (label, where in a judge's results, which cut of first_at where it is one)
@@ -74,34 +80,19 @@ def _judge_estimate(result: dict, key: str, cut: str | None) -> dict:
 def judges_figure(record: dict) -> go.Figure:
     """compare-judges: each judge on the same test pages and questions, per dataset."""
     results = record["results"]
-    datasets = list(results)
     n = record.get("sample", {}).get("questions_per_set", "?")
-    figure = make_subplots(rows=1, cols=len(datasets), subplot_titles=[f"{d} test, n={n} questions" for d in datasets])
-    for col, dataset in enumerate(datasets, start=1):
-        for colour, (folder, result) in zip(COLOURS, results[dataset].items(), strict=False):
-            estimates = [_judge_estimate(result, key, cut) for _, key, cut in JUDGE_MEASURES]
-            shown = [e if e.get("n") and e.get("value") == e.get("value") else {"value": None} for e in estimates]
-            figure.add_bar(
-                x=[label for label, _, _ in JUDGE_MEASURES],
-                y=[e["value"] for e in shown],
-                error_y=errors(shown),
-                name=folder,
-                marker_color=colour,
-                legendgroup=folder,
-                showlegend=col == 1,
-                text=[f"n={e.get('n', 0)}" for e in estimates],
-                textposition="outside",
-                row=1,
-                col=col,
-            )
-    figure.add_hline(y=0.9, line_dash="dash", annotation_text="target for green: 90%")
-    figure.update_layout(
-        title="Answer judges on the same test questions: pages told apart, and the run's first confident page",
-        barmode="group",
-        **LAYOUT,
+    labels = [label for label, _, _ in JUDGE_MEASURES]
+    return _share_panels(
+        [f"{d} test, n={n} questions" for d in results],
+        [
+            [
+                (folder, labels, [_judge_estimate(r, key, cut) for _, key, cut in JUDGE_MEASURES])
+                for folder, r in per.items()
+            ]
+            for per in results.values()
+        ],
+        "Answer judges on the same test questions: pages told apart, and the run's first confident page",
     )
-    figure.update_yaxes(tickformat=".0%", range=[0, 1.1])  # every panel, not only the first
-    return figure
 
 
 DEPENDS_LABELS = (
