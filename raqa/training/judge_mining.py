@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from raqa.evaluation.positives import PositiveIndex
+from raqa.evaluation.records import write_json
 from raqa.reading.judge import AnswerJudge
 from raqa.retrieval.index import BM25Index
 from raqa.training.judge_data import JudgePair, K, label_page
@@ -40,19 +41,11 @@ def judge_fingerprint(folder: Path, threshold: float) -> str:
 
 
 def _load_cache(path: Path) -> dict[str, list[list]]:
+    """The readings cached so far; none when the file is missing or torn (the mining then reads those again)."""
     try:
         return json.loads(path.read_text())
-    except FileNotFoundError:
+    except (OSError, json.JSONDecodeError):
         return {}
-    except (OSError, json.JSONDecodeError):  # a torn write: start the mining again rather than fail
-        return {}
-
-
-def _save_cache(path: Path, readings: dict[str, list[list]]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    partial = path.with_suffix(".partial")
-    partial.write_text(json.dumps(readings))
-    partial.replace(path)  # atomic: a reader sees the old file or the new one, never half of one
 
 
 def mine_negatives(
@@ -86,7 +79,7 @@ def mine_negatives(
             cached[key] = [[h.page.id, round(r.p_answer, 4)] for h, r in zip(negatives, readings, strict=True)]
             read += len(negatives)
             if count % SAVE_EVERY == 0:
-                _save_cache(cache_file, cached)
+                write_json(cache_file, cached)
         by_id = {h.page.id: h for h in negatives}
         wrong = sorted(
             ((p, page_id) for page_id, p in cached[key] if p >= judge.threshold and page_id in by_id), reverse=True
@@ -95,7 +88,7 @@ def mine_negatives(
         for _, page_id in wrong[:per_question]:
             hit = by_id[page_id]
             mined.append(JudgePair(first.dataset, key, first.question, first.answers, hit.page, hit.rank, None, None))
-    _save_cache(cache_file, cached)
+    write_json(cache_file, cached)
     report = {
         "questions": len(questions),
         "pages_read": read,
