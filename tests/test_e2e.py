@@ -336,9 +336,11 @@ def _the_examples_behave(tab) -> None:
     expected.append(("Which is the largest of Earth's oceans?", "Pacific"))
     outcomes = {}
     for question, _ in expected:
+        # the answer on the page is marked, so the wait is for this run's own (the first question is on it already)
+        tab.evaluate("() => document.querySelectorAll('#raqa-answers .raqa-answer').forEach(a => a.dataset.old = 1)")
         tab.locator("#raqa-question textarea").fill(question)
         tab.locator("#raqa-run").click()
-        final = tab.locator(f'.raqa-answer[data-question="{question}"]')
+        final = tab.locator(f'.raqa-answer[data-question="{question}"]:not([data-old])')
         final.wait_for(timeout=180000)
         outcomes[question] = (final.get_attribute("data-verdict"), final.locator(".raqa-final-text").inner_text())
 

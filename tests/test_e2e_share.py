@@ -147,6 +147,36 @@ def test_run_clicked_as_an_answer_shows_keeps_its_own_answer_and_downloads(brows
         demo.close()
 
 
+def test_a_new_run_replaces_the_run_still_reading(browser, tmp_path):  # noqa: F811
+    """On a page that reads several runs at once, Run clicked on a new question while the last run is still reading:
+    the earlier run stops (its model work too) and never writes over the new run's answer. Before, both streamed into
+    the same answer box and whichever ended last stayed, so the page could end showing the older question's run."""
+    slow, quick = "apple orchard harvest", "Where do zebras live?"  # ten windows of 0.8 s; one window
+    model = ScriptedBackend(_script)
+    model.batcher = object()  # as a model that shares its forward passes: several runs at once (concurrent_runs)
+    pages = _fruit_pages()
+    service = Service(AppConfig(cache_dir=tmp_path / "cache"), pages, BM25Index.build(pages), model, "test", {})
+    demo = build_demo(service)
+    _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True)
+    try:
+        tab = browser.new_page(viewport={"width": 1300, "height": 1600})
+        tab.goto(url, wait_until="networkidle")
+        _ask(tab, slow)
+        tab.wait_for_function("() => document.querySelectorAll('.raqa-window').length >= 2", timeout=30000)
+        tab.evaluate(ANSWERS_SHOWN_JS)
+        _ask(tab, quick)
+        tab.wait_for_function("q => window.__raqaAnswers.includes(q)", arg=quick, timeout=30000)
+        read = len([m for m in model.requests if slow in m[-1]["content"]])
+        tab.wait_for_timeout(4000)  # the slow run had five windows and more to go
+        shown = tab.evaluate("() => window.__raqaAnswers")
+        assert shown[shown.index(quick) :] == [quick], shown  # once the new answer shows, it stays
+        assert len([m for m in model.requests if slow in m[-1]["content"]]) <= read + 1  # the earlier run stopped
+        assert tab.locator(".raqa-window").count() == 1  # only the new run's window
+        assert tab.locator('.raqa-window .raqa-badge:has-text("Stopped")').count() == 0
+    finally:
+        demo.close()
+
+
 @pytest.fixture(scope="module")
 def recorded_server(tmp_path_factory, backend):  # noqa: F811
     """The test corpus page with one recording of its own: a scripted run of the zebra question."""

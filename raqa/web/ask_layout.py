@@ -30,9 +30,10 @@ from raqa.web.figures_run import message_figure
 from raqa.web.flags import flag_row
 from raqa.web.lessons import Step, load_lessons
 from raqa.web.links import LINK_JS, form_from_link
+from raqa.web.page_runs import NewestRun
 from raqa.web.page_text import badge_legend
 from raqa.web.recordings import RECORDINGS_DIR
-from raqa.web.render import MARK_STOPPED_JS, RunView, esc, failed_html
+from raqa.web.render import MARK_AFTER_STOP_JS, MARK_STOPPED_JS, RunView, esc, failed_html
 from raqa.web.visitors import VisitorGate, limit_runs
 from raqa.web.why import why_controls
 
@@ -69,7 +70,8 @@ def ask_view(demo: gr.Blocks, service: Service, recordings_dir: Path = RECORDING
     tab.buttons["link"].click(None, tab.form, [tab.link], js=LINK_JS, queue=False, **PRIVATE)
     recordings, page_of = usable_recordings(service, recordings_dir), page_lookup(service)
     answers, windows, *_, download_json, download_md = tab.outputs
-    why_controls(demo, service, page_of, gate, windows, download_json, download_md)
+    newest = NewestRun()  # every event writing the run's outputs: a new one replaces the page's earlier one
+    why_controls(demo, service, page_of, gate, newest, windows, download_json, download_md)
 
     def replay_form(question, form: RunForm):
         record: list[dict] = []
@@ -78,19 +80,20 @@ def ask_view(demo: gr.Blocks, service: Service, recordings_dir: Path = RECORDING
     def replay_here(question, *values):
         yield from replay_form(question, page_form(*values))
 
+    replay_newest = newest.only_newest(replay_here)
     stoppable = [
-        tab.buttons["replay"].click(replay_here, tab.form, tab.outputs, **REPLAYED),
-        tab.examples.load_input_event.then(replay_here, tab.form, tab.outputs, **REPLAYED),
-        _lessons(tab, steps, replay_form),
+        tab.buttons["replay"].click(replay_newest, tab.form, tab.outputs, **REPLAYED),
+        tab.examples.load_input_event.then(replay_newest, tab.form, tab.outputs, **REPLAYED),
+        _lessons(tab, steps, replay_form, newest),
     ]
-    _links(demo, service, tab, defaults, recordings, replay_form)
-    stoppable += _runs(service, tab, gate)
+    _links(demo, service, tab, defaults, recordings, replay_form, newest)
+    stoppable += _runs(service, tab, gate, newest)
     # Stop marks what was being read at once, and again once each cancel has settled (Gradio runs a cancelled
     # event's .then then): an update the run sent before the cancel can land after Stop's first mark.
-    mark = dict(fn=None, inputs=[answers, windows], outputs=[answers, windows], js=MARK_STOPPED_JS, queue=False)
-    tab.buttons["stop"].click(**mark, cancels=stoppable, **PRIVATE)
+    mark = dict(fn=None, inputs=[answers, windows], outputs=[answers, windows], queue=False, **PRIVATE)
+    tab.buttons["stop"].click(**mark, js=MARK_STOPPED_JS, cancels=stoppable)
     for event in stoppable:
-        event.then(**mark, **PRIVATE)
+        event.then(**mark, js=MARK_AFTER_STOP_JS)
     return tab.form[1:]
 
 
@@ -137,8 +140,9 @@ def with_downloads(runs: Iterator[tuple], record: list[dict]):
         yield (*last, *buttons)
 
 
-def _runs(service: Service, tab: AskTab, gate: VisitorGate | None) -> list:
-    """Run and Enter: a live run (two with a comparison), behind the visitor gate; returns the two events."""
+def _runs(service: Service, tab: AskTab, gate: VisitorGate | None, newest: NewestRun) -> list:
+    """Run and Enter: a live run (two with a comparison), behind the visitor gate, replacing the page's earlier run;
+    returns the two events."""
 
     def ask_here(question, strategy, order, window, k, grounded_only, rationale, reader=None, compare=None, *run_b):
         form = page_form(strategy, order, window, k, grounded_only, rationale, reader)
@@ -146,13 +150,14 @@ def _runs(service: Service, tab: AskTab, gate: VisitorGate | None) -> list:
         record: list[dict] = []
         yield from with_downloads(ask(service, question, form, record, compare, b), record)
 
-    live = limit_runs(gate, ask_here, lambda message: (failed_html(message), *[gr.skip()] * 6))
+    refused = lambda message: (failed_html(message), *[gr.skip()] * 6)  # noqa: E731
+    live = newest.only_newest(limit_runs(gate, ask_here, refused), pass_request=True)
     inputs = [*tab.form, *tab.compare]
     run = tab.buttons["run"].click(live, inputs, tab.outputs, api_name="ask", **LIVE)
     return [run, tab.form[0].submit(live, inputs, tab.outputs, **LIVE, **PRIVATE)]
 
 
-def _lessons(tab: AskTab, steps: list[Step], replay_form: Replay) -> gr.events.Dependency:
+def _lessons(tab: AskTab, steps: list[Step], replay_form: Replay, newest: NewestRun) -> gr.events.Dependency:
     """A lesson step loads its question and settings into the form and replays its recorded run."""
 
     def lesson_here(title: str):
@@ -165,11 +170,17 @@ def _lessons(tab: AskTab, steps: list[Step], replay_form: Replay) -> gr.events.D
             yield (gr.skip(), text, *form_values(step.question, step.form), *outputs)
 
     outputs = [tab.lesson, tab.lesson_text, *tab.form, *tab.outputs]
-    return tab.lesson.input(lesson_here, [tab.lesson], outputs, **REPLAYED)
+    return tab.lesson.input(newest.only_newest(lesson_here), [tab.lesson], outputs, **REPLAYED)
 
 
 def _links(
-    demo: gr.Blocks, service: Service, tab: AskTab, defaults: RunSettings, recordings: list, replay_form: Replay
+    demo: gr.Blocks,
+    service: Service,
+    tab: AskTab,
+    defaults: RunSettings,
+    recordings: list,
+    replay_form: Replay,
+    newest: NewestRun,
 ) -> None:
     """A shared link (links.py) fills the form when the page opens, and opens into its replay when one is recorded."""
 
@@ -195,7 +206,7 @@ def _links(
         yield from replay_form(question, form)
 
     loaded = demo.load(from_link, None, [*tab.form, tab.outputs[0]], queue=False, **PRIVATE)
-    loaded.then(replay_linked, tab.form, tab.outputs, **REPLAYED)
+    loaded.then(newest.only_newest(replay_linked), tab.form, tab.outputs, **REPLAYED)
 
 
 def _layout(service: Service, steps: list[Step], defaults: RunSettings) -> AskTab:

@@ -57,9 +57,17 @@ def badge(verdict: str) -> str:
 # The page after Stop, given (answers, windows): whatever was still being read is marked stopped, the rest stays
 # as it was. It runs in the browser, on the values shown at that moment, so it never answers with a page older
 # than the one on screen (a round trip to the server could, while a run's last updates are still arriving).
-MARK_STOPPED_JS = f"""(...shown) => shown.map(
+_MARK = f"""(shown) => shown.map(
     (html) => typeof html === "string" ? html.split({json.dumps(badge("reading"))}).join({json.dumps(badge("stopped"))}) : html
 )"""
+MARK_STOPPED_JS = f"(...shown) => {{ window.__raqaStoppedAt = Date.now(); return ({_MARK})(shown); }}"
+# Again when the stopped event has ended, once, and only after a Stop: an event also ends when a newer run of the page
+# replaced it (page_runs.py), and marking then would call the newer run's window stopped.
+MARK_AFTER_STOP_JS = f"""(...shown) => {{
+  if (!(Date.now() - (window.__raqaStoppedAt || 0) < 30000)) return shown;
+  window.__raqaStoppedAt = 0;
+  return ({_MARK})(shown);
+}}"""
 
 
 Effects = dict[int, tuple[float, float]]  # sentence number -> (log P(answer) without it, with the whole window)

@@ -25,6 +25,7 @@ from raqa.web.examples import load_examples
 from raqa.web.experiments_tab import experiment_caption
 from raqa.web.figures_run import safe
 from raqa.web.figures_when_to_retrieve import ADAPT_FIGURES, PIPELINE_FIGURES, ret_signal_figure
+from raqa.web.page_runs import NewestRun
 from raqa.web.pipeline_recordings import PIPELINE_RECORDINGS_DIR, Choice, find_pipeline, read_pipeline_recording
 from raqa.web.render_when_to_retrieve import (
     PipelineView,
@@ -176,7 +177,8 @@ def live_pipeline(
     def run_here(question_, policy_, threshold_, reader_=None):
         yield from run_pipeline(service, question_, policy_, threshold_, reader_)
 
-    run = limit_runs(gate, run_here, message_html)
+    newest = NewestRun()  # a new run or replay replaces the page's earlier one on the output
+    run = newest.only_newest(limit_runs(gate, run_here, message_html), pass_request=True)
     button.click(run, [question, policy, threshold, reader], [output], api_name="pipeline", **listen)
     question.submit(run, [question, policy, threshold, reader], [output], api_visibility="private", **listen)
     recordings = usable_recordings(service, recordings_dir, read_pipeline_recording)
@@ -187,7 +189,7 @@ def live_pipeline(
 
     # a replay uses no model: it is not queued behind live runs
     example_list.load_input_event.then(
-        replay,
+        newest.only_newest(replay),
         [question, policy, threshold, reader],
         [output],
         api_visibility="private",

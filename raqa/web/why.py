@@ -94,8 +94,9 @@ def explain(service, page_of, value, run_file) -> Iterator[tuple]:
         yield view.windows_html(), gr.DownloadButton(value=str(as_json)), gr.DownloadButton(value=str(as_md))
 
 
-def why_controls(demo: gr.Blocks, service, page_of, gate, windows, download_json, download_md) -> None:
-    """The hidden box and button the windows' "Why this answer?" buttons drive, and the listener that links them."""
+def why_controls(demo: gr.Blocks, service, page_of, gate, newest, windows, download_json, download_md) -> None:
+    """The hidden box and button the windows' "Why this answer?" buttons drive, and the listener that links them;
+    newest (page_runs.NewestRun) is the run outputs' own: a new run replaces an attribution being worked out."""
     box = gr.Textbox(elem_id="raqa-why-window", elem_classes=["raqa-hidden"], show_label=False, container=False)
     go = gr.Button("why", elem_id="raqa-why-go", elem_classes=["raqa-hidden"])
 
@@ -108,7 +109,7 @@ def why_controls(demo: gr.Blocks, service, page_of, gate, windows, download_json
 
     limited = limit_runs(gate, explain_here, lambda message: (failed_html(message), gr.skip(), gr.skip()))
     go.click(
-        limited,
+        newest.only_newest(limited, pass_request=True),
         [box, download_json],
         [windows, download_json, download_md],
         concurrency_id="model",
