@@ -1,4 +1,4 @@
-"""The judge's verbs (train-judge, calibrate-judge, fit-support, compare-judges): check the numbers, then hand over
+"""The judge's verbs (train-judge, calibrate-judge, fit-support, compare-judges, train-verifier): check the numbers, then hand over
 to raqa.training (torch loads there).
 
 Each prints a short JSON summary on stdout; exit status 2 on bad input. With --measure-only, train-judge refits
@@ -22,6 +22,7 @@ from raqa.training import judge_compare
 from raqa.training.judge import JudgeSettings, remeasure, train_judge
 from raqa.training.judge_gate import calibrate_folder
 from raqa.training.support_fit import fit_folder
+from raqa.training.verifier import VerifierSettings, train_verifier
 
 
 def cmd_train_judge(args: argparse.Namespace) -> int:
@@ -157,4 +158,20 @@ def cmd_compare_judges(args: argparse.Namespace) -> int:
         for d, per in measured["results"].items()
     }
     print(json.dumps({"record": str(path), "best_extraction_right": summary}))
+    return 0
+
+
+def cmd_train_verifier(args: argparse.Namespace) -> int:
+    """Train and measure the answer verifier (training/verifier.py); write its card; JSON summary on stdout."""
+    settings = VerifierSettings(args.train_questions, args.eval_questions, args.epochs, args.lr, args.batch, args.seed)
+    if not (10 <= settings.train_questions <= 20000 and 10 <= settings.eval_questions <= 500):
+        return error("Give --train-questions from 10 to 20000 and --eval-questions from 10 to 500.")
+    if not (1 <= settings.epochs <= 10 and 0 < settings.lr < 1 and 1 <= settings.batch <= 512):
+        return error("Give --epochs from 1 to 10, --lr between 0 and 1 and --batch from 1 to 512.")
+    command = command_line("train-verifier", **vars(settings), out=args.out)
+    try:
+        card = train_verifier(Path(args.cache or default_cache_dir()), settings, Path(args.out), command, say)
+    except ModelError as e:
+        return error(e)
+    print(json.dumps({"card": str(Path(args.out) / "card.json"), "auc": card["measured"]["auc"]}))
     return 0

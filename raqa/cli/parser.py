@@ -46,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     for add in (*verbs, _scale_bench, _time_start, _deploy_space):
         add(sub)
     _train_judge(sub)
+    _train_verifier(sub)
     _record(sub)
     add_pipeline_verbs(sub)
     return parser
@@ -184,6 +185,19 @@ def _train_judge(sub) -> None:
     compare.add_argument("--out", default="assets/results", help="folder for judges-nq+triviaqa.json")
     compare.add_argument("--cache", help="cache folder for the index (env RAQA_CACHE)")
     compare.set_defaults(func=command("judge:cmd_compare_judges"))
+
+
+def _train_verifier(sub) -> None:
+    verifier = sub.add_parser("train-verifier", help="train and measure an answer verifier (a lever for the badge)")
+    verifier.add_argument("--train-questions", type=int, default=400, help="training dev questions per set")
+    verifier.add_argument("--eval-questions", type=int, default=250, help="held-out dev questions per set")
+    verifier.add_argument("--epochs", type=int, default=1)
+    verifier.add_argument("--lr", type=float, default=4e-5)
+    verifier.add_argument("--batch", type=int, default=32)
+    verifier.add_argument("--seed", type=int, default=0)
+    verifier.add_argument("--out", default="assets/results/verifier", help="folder for card.json")
+    verifier.add_argument("--cache", help="cache folder for the index (env RAQA_CACHE)")
+    verifier.set_defaults(func=command("judge:cmd_train_verifier"))
 
 
 def _train_adapt(sub) -> None:

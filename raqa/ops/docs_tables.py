@@ -167,6 +167,20 @@ def judges() -> str:
     return "\n".join([made_by(path, record), "", *markdown_rows(header, rows), "", *made])
 
 
+def verifier() -> str:
+    path = "assets/results/verifier/card.json"
+    card = load_record(path)
+    measured, names = card["measured"], ("support", "verifier", "support_and_verifier")
+    header = ["held-out dev extractions", "judge P", "support", "verifier", "support + verifier"]
+    rows = [["AUC, right vs wrong", *(f"{measured['auc'][n]:.3f}" for n in ("judge_p", *names))]]
+    for at, cut in enumerate(c["cut"] for c in measured["per_question"]["support"]):
+        finals = [measured["per_question"][n][at] for n in names]
+        rows.append([f"first page ≥ {cut}: questions ending there", "", *(f"{f['finals']}" for f in finals)])
+        rows.append(["... its answer right", "", *(_share(f["precision"] or {}) for f in finals)])
+    about = f"{measured['extractions']:,} extractions ({measured['right']} right) of {measured['questions']} questions"
+    return "\n".join([made_by(path, card), "", *markdown_rows(header, rows), "", f"- {about}"])
+
+
 def support() -> str:
     path = "assets/judge/support.json"
     section = card_section(load_record(path)).strip().split("\n", 1)[1]  # less the card's heading: the page has its own

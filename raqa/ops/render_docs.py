@@ -30,6 +30,7 @@ TABLES: dict[str, Callable[[], str]] = {  # a docs page's table name -> the func
     "judge/support": docs_tables.support,
     "judge/badges": docs_tables.badges,
     "judge/judges": docs_tables.judges,
+    "judge/verifier": docs_tables.verifier,
     "when-to-retrieve/adapters": docs_tables.adapters,
     "when-to-retrieve/ret-signal": docs_tables.ret_signal,
     "when-to-retrieve/pipeline": docs_tables.pipeline,
