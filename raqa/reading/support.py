@@ -60,7 +60,8 @@ class SupportError(ValueError):
     """support.json is missing a field or holds a wrong one; the message names the file and the field."""
 
 
-def _logit(p: float) -> float:
+def logit(p: float) -> float:
+    """log(p / (1 - p)), p kept within [1e-6, 1 - 1e-6] so 0 and 1 stay finite."""
     p = min(max(p, 1e-6), 1 - 1e-6)
     return math.log(p / (1 - p))
 
@@ -99,7 +100,7 @@ def page_features(
         needle = normalize_for_matching(answer)
         out.append(
             {
-                "logit_p": _logit(p[i]),
+                "logit_p": logit(p[i]),
                 "agreement": math.log1p(sum(p[j] for j in others if answers[j] and agrees(answer, answers[j]))),
                 "mentions": math.log1p(sum(1 for j in others if needle and f" {needle} " in texts[j])),
                 "log_rank": math.log(max(hit.rank, 1)),

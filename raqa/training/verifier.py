@@ -33,6 +33,7 @@ import numpy as np
 from raqa.evaluation.metrics import answer_contained
 from raqa.evaluation.records import provenance, write_json
 from raqa.reading.judge import CARD_FILE, JUDGE_DIR, AnswerJudge, base_encoder_dir, sentence_at
+from raqa.reading.support import logit
 from raqa.stats import auc, wilson
 from raqa.training.judge_data import K, dev_setup, label_page
 from raqa.training.support_fit import fit_logistic
@@ -140,17 +141,12 @@ def verified(model, tokenizer, rows: Sequence[Row], batch: int = 64) -> list[flo
     return out
 
 
-def _logit(p: float) -> float:
-    p = min(max(p, 1e-6), 1 - 1e-6)
-    return math.log(p / (1 - p))
-
-
 def combined(rows: Sequence[Row], verifier: Sequence[float], folds: int = FOLDS, seed: int = 0) -> list[float]:
     """P(right) from logit(support) and logit(verifier), each question scored by a fit without it (out of fold)."""
     questions = sorted({r.question_id for r in rows})
     random.Random(seed).shuffle(questions)
     fold = {q: i % folds for i, q in enumerate(questions)}
-    x = np.array([[_logit(r.support), _logit(v)] for r, v in zip(rows, verifier, strict=True)])
+    x = np.array([[logit(r.support), logit(v)] for r, v in zip(rows, verifier, strict=True)])
     y = np.array([float(r.right) for r in rows])
     out = np.zeros(len(rows))
     for f in range(folds):
