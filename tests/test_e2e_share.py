@@ -105,6 +105,19 @@ ANSWERS_SHOWN_JS = """() => {
 }"""
 
 
+def _batching_page(browser, tmp_path, pages):  # noqa: F811
+    """(model, demo, tab): the page served on a scripted model that reads several runs at once, opened in a tab."""
+    model = ScriptedBackend(_script)
+    model.batcher = object()  # as a model that shares its forward passes: several runs at once (concurrent_runs)
+    service = Service(AppConfig(cache_dir=tmp_path / "cache"), pages, BM25Index.build(pages), model, "test", {})
+    assert service.concurrent_runs > 1
+    demo = build_demo(service)
+    _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True)
+    tab = browser.new_page(viewport={"width": 1300, "height": 1600})
+    tab.goto(url, wait_until="networkidle")
+    return model, demo, tab
+
+
 def test_run_clicked_as_an_answer_shows_keeps_its_own_answer_and_downloads(browser, monkeypatch, tmp_path):  # noqa: F811
     """On a page that reads several runs at once (a model that batches them), Run clicked the moment one run's
     answer shows, while its downloads are still being written: the new run's answer and downloads stay its own. The
@@ -121,16 +134,8 @@ def test_run_clicked_as_an_answer_shows_keeps_its_own_answer_and_downloads(brows
         return paths
 
     monkeypatch.setattr(ask_layout, "write_exports", slow_write)
-    model = ScriptedBackend(_script)
-    model.batcher = object()  # as a model that shares its forward passes: several runs at once (concurrent_runs)
-    pages = [*_fruit_pages(), Page("owl", "Owls", "Owls hunt at night.")]
-    service = Service(AppConfig(cache_dir=tmp_path / "cache"), pages, BM25Index.build(pages), model, "test", {})
-    assert service.concurrent_runs > 1
-    demo = build_demo(service)
-    _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True)
+    _, demo, tab = _batching_page(browser, tmp_path, [*_fruit_pages(), Page("owl", "Owls", "Owls hunt at night.")])
     try:
-        tab = browser.new_page(viewport={"width": 1300, "height": 1600})
-        tab.goto(url, wait_until="networkidle")
         _ask(tab, first)
         tab.locator(f'.raqa-answer[data-question="{first}"]').wait_for(timeout=30000)
         tab.evaluate(ANSWERS_SHOWN_JS)
@@ -152,15 +157,8 @@ def test_a_new_run_replaces_the_run_still_reading(browser, tmp_path):  # noqa: F
     the earlier run stops (its model work too) and never writes over the new run's answer. Before, both streamed into
     the same answer box and whichever ended last stayed, so the page could end showing the older question's run."""
     slow, quick = "apple orchard harvest", "Where do zebras live?"  # ten windows of 0.8 s; one window
-    model = ScriptedBackend(_script)
-    model.batcher = object()  # as a model that shares its forward passes: several runs at once (concurrent_runs)
-    pages = _fruit_pages()
-    service = Service(AppConfig(cache_dir=tmp_path / "cache"), pages, BM25Index.build(pages), model, "test", {})
-    demo = build_demo(service)
-    _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True)
+    model, demo, tab = _batching_page(browser, tmp_path, _fruit_pages())
     try:
-        tab = browser.new_page(viewport={"width": 1300, "height": 1600})
-        tab.goto(url, wait_until="networkidle")
         _ask(tab, slow)
         tab.wait_for_function("() => document.querySelectorAll('.raqa-window').length >= 2", timeout=30000)
         tab.evaluate(ANSWERS_SHOWN_JS)
