@@ -59,7 +59,7 @@ def test_the_combination_is_fitted_out_of_fold_and_ranks_what_both_scores_say():
     assert min(p for p, r in zip(both, rows, strict=True) if r.right) > max(
         p for p, r in zip(both, rows, strict=True) if not r.right
     )
-    measured = measure(rows, verifier, questions=40)
+    measured = measure(rows, verifier, both, questions=40)
     assert measured["auc"]["support_and_verifier"] == 1.0 and measured["right"] == 20
     assert set(measured["per_question"]) == {"support", "verifier", "support_and_verifier"}
 

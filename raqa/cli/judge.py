@@ -1,5 +1,5 @@
-"""The judge's verbs (train-judge, calibrate-judge, fit-support, compare-judges, train-verifier): check the numbers, then hand over
-to raqa.training (torch loads there).
+"""The judge's verbs (train-judge, calibrate-judge, fit-support, compare-judges, train-verifier): check the numbers,
+then hand over to raqa.training (torch loads there).
 
 Each prints a short JSON summary on stdout; exit status 2 on bad input. With --measure-only, train-judge refits
 (p_answer, threshold) and measures again a trained judge folder, no training.

@@ -185,11 +185,11 @@ def _auc(rows: Sequence[Row], scores: Sequence[float]) -> float:
     return auc([s for r, s in pairs if not r.right], [s for r, s in pairs if r.right])
 
 
-def measure(rows: Sequence[Row], verifier: Sequence[float], questions: int) -> dict:
-    """AUC of each score over the rows (right vs wrong extractions), and the per-question finals at CUTS."""
-    both = combined(rows, verifier)
+def measure(rows: Sequence[Row], verifier: Sequence[float], both: Sequence[float], questions: int) -> dict:
+    """AUC of each score over the rows (right vs wrong extractions), and the per-question finals at CUTS; both is
+    `combined(rows, verifier)`."""
     scores = {"judge_p": [r.p for r in rows], "support": [r.support for r in rows], "verifier": list(verifier)}
-    scores["support_and_verifier"] = both
+    scores["support_and_verifier"] = list(both)
     out: dict = {"extractions": len(rows), "right": sum(r.right for r in rows), "questions": questions}
     out["auc"] = {name: round(_auc(rows, v), 4) for name, v in scores.items()}
     out["per_question"] = {
@@ -216,8 +216,9 @@ def train_verifier(cache_dir: Path, settings: VerifierSettings, out: Path, comma
 
     bar = lambda items: tqdm(items, desc="reading", unit="q", mininterval=5)  # noqa: E731
     judge = AnswerJudge.load(JUDGE_DIR)
-    card = json.loads((JUDGE_DIR / CARD_FILE).read_text())
-    index, positives, held, rest = dev_setup(cache_dir, card["settings"]["seed"], card["holdout_questions"], say)
+    judge_card = json.loads((JUDGE_DIR / CARD_FILE).read_text())
+    split = judge_card["settings"]["seed"], judge_card["holdout_questions"]  # the judge's own held-out questions
+    index, positives, held, rest = dev_setup(cache_dir, *split, say)
     started = time.perf_counter()
     training, data = [], {}
     for dataset, items in rest.items():
@@ -235,7 +236,8 @@ def train_verifier(cache_dir: Path, settings: VerifierSettings, out: Path, comma
     read_s = time.perf_counter() - started
     model, tokenizer, losses = train(training, settings.epochs, settings.lr, settings.batch, settings.seed, say)
     scores = verified(model, tokenizer, testing)
-    measured = measure(testing, scores, asked)
+    both = combined(testing, scores)
+    measured = measure(testing, scores, both, asked)
     card = {
         "command": command,
         "judge": "assets/judge (the shipped judge and its support model)",
@@ -251,7 +253,7 @@ def train_verifier(cache_dir: Path, settings: VerifierSettings, out: Path, comma
         "measured": measured,
     }
     write_json(Path(out) / "card.json", card)
-    _write_scores(Path(out) / SCORES_FILE, testing, scores, combined(testing, scores))
+    _write_scores(Path(out) / SCORES_FILE, testing, scores, both)
     return card
 
 

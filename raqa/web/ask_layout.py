@@ -150,7 +150,9 @@ def _runs(service: Service, tab: AskTab, gate: VisitorGate | None, newest: Newes
         record: list[dict] = []
         yield from with_downloads(ask(service, question, form, record, compare, b), record)
 
-    refused = lambda message: (failed_html(message), *[gr.skip()] * 6)  # noqa: E731
+    def refused(message: str) -> tuple:
+        return (failed_html(message), *[gr.skip()] * 6)
+
     live = newest.only_newest(limit_runs(gate, ask_here, refused), pass_request=True)
     inputs = [*tab.form, *tab.compare]
     run = tab.buttons["run"].click(live, inputs, tab.outputs, api_name="ask", **LIVE)
