@@ -97,3 +97,29 @@ def test_build_pairs_reports_the_depth_and_never_takes_negatives_below_k(tiny_pa
     pairs, report = build_pairs({"tiny": [MONA]}, tiny_index, positives, per_question=1, seed=0, k=2, depth=8)
     assert report["k"] == 2 and report["depth"] == 8
     assert all(p.rank <= 2 for p in pairs if not p.positive) and any(p.positive for p in pairs)
+
+
+def test_the_stricter_rule_skips_a_same_kind_answer_from_a_sentence_sharing_one_word() -> None:
+    # the one-word rule makes "Neptune" on the Ceres page a positive for Triton; min_shared 2 does not
+    ceres = Page("c", "Ceres (dwarf planet)", "Ceres is the only dwarf planet whose orbit lies within that of Neptune.")
+    question, answers = "Triton is the largest moon of which planet?", ["Neptune"]
+    assert label_page(question, answers, ceres, PositiveIndex([ceres]))[0] == "positive"
+    assert label_page(question, answers, ceres, PositiveIndex([ceres]), min_shared=2) == ("ambiguous", None, None)
+    neptune = Page("n", "Neptune", "Triton, its largest moon, orbits Neptune backwards.")
+    label, start, answer = label_page(question, answers, neptune, PositiveIndex([neptune]), min_shared=2)
+    assert (label, answer) == ("positive", "Neptune")  # "triton", "largest", "moon" besides the answer's word
+
+
+def test_the_answer_s_own_words_do_not_count_towards_the_stricter_rule() -> None:
+    page_ = Page("w", "Wright brothers", "Orville Wright flew first.")
+    question = "Which brother was called Orville Wright?"  # shares "orville", "wright" only through the answer
+    assert label_page(question, ["Orville Wright"], page_, PositiveIndex([page_]), min_shared=2)[0] == "ambiguous"
+    assert label_page(question, ["Orville Wright"], page_, PositiveIndex([page_]))[0] == "positive"
+
+
+def test_build_pairs_reports_its_rule_and_the_stricter_rule_keeps_fewer(tiny_pages, tiny_index) -> None:
+    positives = PositiveIndex(tiny_pages)
+    loose, report = build_pairs({"tiny": [MONA]}, tiny_index, positives, per_question=1, seed=0)
+    strict, strict_report = build_pairs({"tiny": [MONA]}, tiny_index, positives, per_question=1, seed=0, min_shared=9)
+    assert report["min_shared"] == 1 and strict_report["min_shared"] == 9
+    assert sum(p.positive for p in loose) == 1 and strict == []

@@ -1,4 +1,4 @@
-"""The judge's verbs (train-judge, calibrate-judge, fit-support, compare-judges, train-verifier): check the numbers,
+"""The judge's verbs (train-judge, calibrate-judge, fit-support, compare-judges, train-verifier, judge-labels): check the numbers,
 then hand over to raqa.training (torch loads there).
 
 Each prints a short JSON summary on stdout; exit status 2 on bad input. With --measure-only, train-judge refits
@@ -18,7 +18,7 @@ from raqa.evaluation import records
 from raqa.evaluation.records import command_line
 from raqa.models.base import ModelError
 from raqa.reading.judge import CARD_FILE
-from raqa.training import judge_compare
+from raqa.training import judge_compare, label_audit
 from raqa.training.judge import JudgeSettings, remeasure, train_judge
 from raqa.training.judge_gate import calibrate_folder
 from raqa.training.support_fit import fit_folder
@@ -36,6 +36,7 @@ def cmd_train_judge(args: argparse.Namespace) -> int:
         alpha=args.alpha,
         per_question=args.per_question,
         depth=args.depth,
+        min_shared=args.min_shared,
         mined=args.mined,
         seed=args.seed,
         threads=args.threads,
@@ -61,6 +62,7 @@ def cmd_train_judge(args: argparse.Namespace) -> int:
         max_tokens=args.max_tokens,
         per_question=args.per_question,
         depth=args.depth if args.depth != 15 else None,
+        min_shared=args.min_shared if args.min_shared != 1 else None,
         mined=args.mined or None,
         init=args.init,
         checkpoint_every=args.checkpoint_every or None,
@@ -174,4 +176,42 @@ def cmd_train_verifier(args: argparse.Namespace) -> int:
     except ModelError as e:
         return error(e)
     print(json.dumps({"card": str(Path(args.out) / "card.json"), "auc": card["measured"]["auc"]}))
+    return 0
+
+
+def cmd_judge_labels(args: argparse.Namespace) -> int:
+    """Draw positive labels to read by hand into a new JSON-lines file, or count read files into a summary card."""
+    out = Path(args.out)
+    if args.summarise:
+        try:
+            files = {str(Path(f)): label_audit.read_rows(Path(f)) for f in args.summarise}
+        except (OSError, ValueError) as e:
+            return error(e)
+        card = {
+            "command": command_line("judge-labels", "--summarise", *files, out=args.out),
+            "files": {
+                name: {"drawn_by": sorted({r.get("drawn_by", "") for r in rows}), **label_audit.summarise(rows)}
+                for name, rows in files.items()
+            },
+            **records.provenance(),
+        }
+        records.write_json(out, card)
+        print(json.dumps({name: summary["rules"] for name, summary in card["files"].items()}))
+        return 0
+    if not 1 <= args.sample <= 1000:
+        return error("Give --sample from 1 to 1000.")
+    if out.exists():
+        return error(f"{out} exists: it may hold a reading; draw into a new file.")
+    from raqa.evaluation.positives import PositiveIndex
+    from raqa.retrieval.corpus import load_corpus
+    from raqa.retrieval.index import load_or_build
+
+    pages = load_corpus(None)
+    index = load_or_build(pages, Path(args.cache or default_cache_dir()), progress=lambda message, fraction: None)
+    command = command_line("judge-labels", source=args.source, sample=args.sample, seed=args.seed, out=args.out)
+    questions = label_audit.source_questions(args.source, 500, args.seed)
+    rows = label_audit.draw(questions, index, PositiveIndex(pages), args.sample)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("".join(json.dumps({**r, "drawn_by": command}, ensure_ascii=False) + "\n" for r in rows))
+    say(f"{len(rows)} labels to read in {out}: set answers_question to true or false on each line")
     return 0

@@ -47,6 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
         add(sub)
     _train_judge(sub)
     _train_verifier(sub)
+    _judge_labels(sub)
     _record(sub)
     add_pipeline_verbs(sub)
     return parser
@@ -137,6 +138,12 @@ def _train_judge(sub) -> None:
     judge.add_argument("--per-question", type=int, default=2, help="positive pages per question (as many negatives)")
     judge.add_argument("--depth", type=int, default=15, help="BM25 pages searched for positives (negatives: top 15)")
     judge.add_argument(
+        "--min-shared",
+        type=int,
+        default=1,
+        help="a positive's sentence shares this many content words with the question besides the answer's",
+    )
+    judge.add_argument(
         "--mined", type=int, default=0, help="extra negatives per question: answer-free pages the judge wrongly passes"
     )
     judge.add_argument("--init", help="a trained full judge folder to go on from (and to mine with)")
@@ -198,6 +205,17 @@ def _train_verifier(sub) -> None:
     verifier.add_argument("--out", default="assets/results/verifier", help="folder for card.json")
     verifier.add_argument("--cache", help="cache folder for the index (env RAQA_CACHE)")
     verifier.set_defaults(func=command("judge:cmd_train_verifier"))
+
+
+def _judge_labels(sub) -> None:
+    labels = sub.add_parser("judge-labels", help="draw the judge's training labels to read by hand; count a reading")
+    labels.add_argument("--source", default="dev", choices=["dev", "squad"], help="dev questions' training part or SQuAD")
+    labels.add_argument("--sample", type=int, default=30, help="positive labels to draw, one a question")
+    labels.add_argument("--seed", type=int, default=1)
+    labels.add_argument("--summarise", nargs="+", metavar="FILE", help="read files to count instead of drawing")
+    labels.add_argument("--out", required=True, help="the file to draw into (new), or the summary card to write")
+    labels.add_argument("--cache", help="cache folder for the index (env RAQA_CACHE)")
+    labels.set_defaults(func=command("judge:cmd_judge_labels"))
 
 
 def _train_adapt(sub) -> None:

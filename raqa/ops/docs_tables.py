@@ -1,8 +1,9 @@
 """The docs' measured tables, each a function from committed files to Markdown (python -m raqa.ops.render_docs
 writes them into docs/ between their markers; tests/test_docs.py holds the pages to them).
 
-This module holds the quality tables (reading, the judge, when to retrieve) and the helpers every table uses; the
-speed, reliability, server and limits tables are in docs_tables_ops.py, and render_docs.py lists them all. Every
+This module holds the quality tables of reading and when to retrieve and the helpers every table uses; the answer
+judge's are in docs_tables_judge.py, the speed, reliability, server and limits tables in docs_tables_ops.py, and
+render_docs.py lists them all. Every
 table starts by naming the file it reads and the command that remakes that file. Where a module already formats its
 record (attribution, the judge card), the table is that module's. Left out: the pages' prose, and running anything.
 """
@@ -15,7 +16,6 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from raqa.evaluation.attribution_eval import markdown_table as attribution_table
-from raqa.training.judge_card import card_section
 from raqa.when_to_retrieve.pipeline import PIPELINE_TITLES
 from raqa.when_to_retrieve.uncertainty import SIGNAL_TITLES
 
@@ -99,92 +99,6 @@ def readers() -> str:
     ]
     header = ["reader", *(label for label, _ in NEGATIVE_COLUMNS), "P(answer) AUC, answer-bearing vs answer-free"]
     return "\n".join([made_by(path, record), "", *markdown_rows(header, rows)])
-
-
-BADGE_ROWS = (
-    ("Answered (green) badges on a right answer", "answered_precision"),
-    ("Weak support (amber) answers that are right", "weak_precision"),
-    ("questions ending with an answer", "ended_with_answer"),
-    ("questions ending right and Answered, of all", "right_and_answered"),
-    ("... of those with the answer in a retrieved page", "right_and_answered_of_retrievable"),
-    ("unanswerable questions ending with an answer", "unanswerable_with_answer"),
-    ("unanswerable questions ending green", "unanswerable_answered_green"),
-)
-
-
-def badges() -> str:
-    path = "assets/results/badges-nq+triviaqa.json"
-    record = load_record(path)
-    sets = record["results"]
-    header = ["per question"] + [f"{d} {when}" for d in sets for when in ("before", "after")]
-    rows = [
-        [label] + [_share(sets[d]["per_question"][when][key]) for d in sets for when in ("before", "after")]
-        for label, key in BADGE_ROWS
-    ]
-    pages = [
-        f"- {d}: the judge over every top-15 page ({p['pages']:,} pages, {p['answer_bearing']} answer-bearing): "
-        f"AUC of answer-bearing vs answer-free pages by P(answer) {p['auc_before']:.3f}, by support "
-        f"{p['auc_after']:.3f}; its own extraction exactly right on answer-bearing pages "
-        f"{_share(p['judge_exact_match_on_answer_bearing'], 0)}; {s['model_calls']:,} model calls"
-        for d, s in sets.items()
-        if (p := s["pages"])
-    ]
-    return "\n".join([made_by(path, record), "", *markdown_rows(header, rows), "", *pages])
-
-
-JUDGE_ROWS = (  # (label, a judge's measurement of one set -> the estimate shown)
-    (
-        "page AUC, answer-bearing vs answer-free",
-        lambda m: {**m["window"]["auc"], "n": m["window"]["auc"]["n_positive"]},
-    ),
-    ("exact match on answer-bearing pages", lambda m: m["window"]["exact_match"]),
-    ("answer-free pages at or above its threshold", lambda m: m["window"]["at_threshold"]["negative_pages_answered"]),
-    ("most confident extraction right, per question", lambda m: m["per_question"]["best_right"]),
-    ("questions with a page >= 0.7", lambda m: m["per_question"]["first_at"]["0.7"]["answered"]),
-    ("... its extraction right", lambda m: m["per_question"]["first_at"]["0.7"]["precision"]),
-    ("questions with a page >= 0.9", lambda m: m["per_question"]["first_at"]["0.9"]["answered"]),
-    ("... its extraction right", lambda m: m["per_question"]["first_at"]["0.9"]["precision"]),
-)
-
-
-def _estimate(e: Mapping) -> str:
-    """A share as _share writes it, or an AUC (no percent sign) with its interval."""
-    if "n_positive" in e:
-        return f"{e['value']:.3f} [{e['low']:.3f}, {e['high']:.3f}]"
-    return _share(e)
-
-
-def judges() -> str:
-    path = "assets/results/judges-nq+triviaqa.json"
-    record = load_record(path)
-    sets, folders = record["results"], list(record["judges"])
-    header = ["test"] + [f"{d}: `{f}`" for d in sets for f in folders]
-    rows = [[label] + [_estimate(pick(sets[d][f])) for d in sets for f in folders] for label, pick in JUDGE_ROWS]
-    made = [
-        f"- `{f}`: made by `{j['command']}` (weights {j['weights']}, threshold {j['threshold']})"
-        for f, j in record["judges"].items()
-    ]
-    return "\n".join([made_by(path, record), "", *markdown_rows(header, rows), "", *made])
-
-
-def verifier() -> str:
-    path = "assets/results/verifier/card.json"
-    card = load_record(path)
-    measured, names = card["measured"], ("support", "verifier", "support_and_verifier")
-    header = ["held-out dev extractions", "judge P", "support", "verifier", "support + verifier"]
-    rows = [["AUC, right vs wrong", *(f"{measured['auc'][n]:.3f}" for n in ("judge_p", *names))]]
-    for at, cut in enumerate(c["cut"] for c in measured["per_question"]["support"]):
-        finals = [measured["per_question"][n][at] for n in names]
-        rows.append([f"first page ≥ {cut}: questions ending there", "", *(f"{f['finals']}" for f in finals)])
-        rows.append(["... its answer right", "", *(_share(f["precision"] or {}) for f in finals)])
-    about = f"{measured['extractions']:,} extractions ({measured['right']} right) of {measured['questions']} questions"
-    return "\n".join([made_by(path, card), "", *markdown_rows(header, rows), "", f"- {about}"])
-
-
-def support() -> str:
-    path = "assets/judge/support.json"
-    section = card_section(load_record(path)).strip().split("\n", 1)[1]  # less the card's heading: the page has its own
-    return f"From `{path}`, as the judge's card closes:\n\n{section}"
 
 
 def adapters() -> str:

@@ -19,7 +19,7 @@ import sys
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
-from raqa.ops import docs_tables, docs_tables_ops
+from raqa.ops import docs_tables, docs_tables_judge, docs_tables_ops
 from raqa.ops.docs_tables import ROOT
 
 DOCS = ROOT / "docs"
@@ -27,10 +27,11 @@ TABLES: dict[str, Callable[[], str]] = {  # a docs page's table name -> the func
     "reading/negative-windows": docs_tables.negative_windows,
     "reading/readers": docs_tables.readers,
     "reading/attribution": docs_tables.attribution,
-    "judge/support": docs_tables.support,
-    "judge/badges": docs_tables.badges,
-    "judge/judges": docs_tables.judges,
-    "judge/verifier": docs_tables.verifier,
+    "judge/support": docs_tables_judge.support,
+    "judge/badges": docs_tables_judge.badges,
+    "judge/judges": docs_tables_judge.judges,
+    "judge/verifier": docs_tables_judge.verifier,
+    "judge/labels": docs_tables_judge.labels,
     "when-to-retrieve/adapters": docs_tables.adapters,
     "when-to-retrieve/ret-signal": docs_tables.ret_signal,
     "when-to-retrieve/pipeline": docs_tables.pipeline,

@@ -62,6 +62,7 @@ class JudgeSettings:
     dropout: float = 0.1  # LoRA only
     per_question: int = 2  # positive pages per dev question (and as many negatives)
     depth: int = 15  # BM25 pages searched for positives (negatives always come from the top 15 a run reads)
+    min_shared: int = 1  # positives: content words the answer's sentence shares with the question (judge_data)
     mined: int = 0  # extra negatives per question: answer-free pages the starting judge wrongly passes
     seed: int = 0
     threads: int = 2
@@ -70,7 +71,7 @@ class JudgeSettings:
     def check(self) -> None:
         if self.method not in ("full", "lora"):
             raise ValueError(f"method must be full or lora, got {self.method!r}.")
-        for name in ("epochs", "batch", "rank", "alpha", "per_question", "threads"):
+        for name in ("epochs", "batch", "rank", "alpha", "per_question", "threads", "min_shared"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be 1 or more, got {getattr(self, name)}.")
         for name in ("mined", "checkpoint_every"):
@@ -230,7 +231,15 @@ def train_judge(
     say("Labelling BM25 pages of the dev questions")
     bar = lambda items: tqdm(items, desc="dev questions", unit="q", mininterval=2)  # noqa: E731
     pairs, report = build_pairs(
-        rest, index, positives, settings.per_question, limit, settings.seed, progress=bar, depth=settings.depth
+        rest,
+        index,
+        positives,
+        settings.per_question,
+        limit,
+        settings.seed,
+        progress=bar,
+        depth=settings.depth,
+        min_shared=settings.min_shared,
     )
     if settings.mined:
         pairs, report["mined"] = with_mined_negatives(

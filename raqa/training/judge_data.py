@@ -5,6 +5,10 @@ For each question, each of its top-K BM25 pages gets one label:
 - *positive*: a gold answer (normalised) occurs in a sentence of the page text that is about the question
   (grounding.about_question: the sentence, read with the page title, shares a content word with it). The
   label carries the character span of the first such occurrence in the page text, as the page writes it.
+  With `min_shared` N of 2 or more the sentence must share N content words with the question besides the
+  answer's own: read by hand, many positives of the one-word rule do not answer their question ("Triton is the
+  largest moon of which planet?" -> "Neptune" on the Ceres page); `python -m raqa judge-labels` draws and counts
+  such readings (docs/judge.md).
 - *negative*: no gold answer anywhere in the page's title or text (PositiveIndex); these are hard negatives,
   since BM25 ranked them for sharing the question's words.
 - *ambiguous* (skipped): the page mentions a gold answer, but only in sentences unrelated to the question.
@@ -27,7 +31,7 @@ from typing import Literal
 
 from raqa.evaluation.positives import PositiveIndex
 from raqa.evaluation.questions import QAItem, load_questions
-from raqa.reading.grounding import about_question
+from raqa.reading.grounding import about_question, content_words
 from raqa.reading.judge import sentence_offsets
 from raqa.retrieval.corpus import Page, load_corpus
 from raqa.retrieval.index import BM25Index, Hit, load_or_build
@@ -35,6 +39,7 @@ from raqa.training.reader_data import answer_span
 
 TRAIN_DATASETS = ("nq", "triviaqa")
 K = 15  # pages retrieved per question, as in the demo
+MIN_SHARED = 1  # the positive rule's content words shared with the question: 1 is grounding.about_question
 Label = Literal["positive", "negative", "ambiguous"]
 
 
@@ -60,8 +65,23 @@ def _locate(sentence: str, span: str) -> tuple[int, str] | None:
     return (match.start(), match[0]) if match else None
 
 
+def shares_enough(question: str, title: str, sentence: str, answer: str, min_shared: int = MIN_SHARED) -> bool:
+    """Whether the sentence, read with its page title, is about the question by the positive rule: any shared
+    content word for min_shared 1 (about_question), else min_shared of them besides the answer's own words.
+
+    Example:
+        >>> shares_enough("Triton is the largest moon of which planet?", "Ceres", "It orbits within Neptune.",
+        ...               "Neptune", 2)
+        False
+    """
+    if min_shared <= 1:
+        return about_question(question, title, sentence)
+    shared = content_words(question) & content_words(f"{title} {sentence}")
+    return len(shared - content_words(answer)) >= min_shared
+
+
 def label_page(
-    question: str, answers: Sequence[str], page: Page, positives: PositiveIndex
+    question: str, answers: Sequence[str], page: Page, positives: PositiveIndex, min_shared: int = MIN_SHARED
 ) -> tuple[Label, int | None, str | None]:
     """(label, start, answer text) of one page for one question, by the module's rule.
 
@@ -73,12 +93,10 @@ def label_page(
     if not positives.is_positive(page, answers):
         return "negative", None, None
     for at, sentence in sentence_offsets(page.text):
-        if not about_question(question, page.title, sentence):
-            continue
         for answer in answers:
             span = answer_span(sentence, answer)
             found = _locate(sentence, span) if span else None
-            if found:
+            if found and shares_enough(question, page.title, sentence, found[1], min_shared):
                 return "positive", at + found[0], found[1]
     return "ambiguous", None, None
 
@@ -91,6 +109,7 @@ def question_pairs(
     rng: random.Random,
     per_question: int,
     k: int = K,
+    min_shared: int = MIN_SHARED,
 ) -> tuple[list[JudgePair], Counter]:
     """Up to per_question positive pages of one question and as many negatives; and the count of each label.
 
@@ -98,7 +117,7 @@ def question_pairs(
     found: dict[str, list[JudgePair]] = {"positive": [], "negative": []}
     counts: Counter = Counter()
     for hit in hits:
-        label, start, answer = label_page(item.question, item.answers, hit.page, positives)
+        label, start, answer = label_page(item.question, item.answers, hit.page, positives, min_shared)
         counts[label] += 1
         if label == "positive" or (label == "negative" and hit.rank <= k):
             pair = JudgePair(dataset, item.id, item.question, item.answers, hit.page, hit.rank, start, answer)
@@ -120,6 +139,7 @@ def build_pairs(
     k: int = K,
     progress: Callable[[Iterable], Iterable] = lambda items: items,
     depth: int | None = None,
+    min_shared: int = MIN_SHARED,
 ) -> tuple[list[JudgePair], dict]:
     """Balanced pairs from each dataset's questions (in the given order), and the counts the card reports.
 
@@ -129,7 +149,7 @@ def build_pairs(
     depth = max(k, depth or k)
     rng = random.Random(seed)
     chosen: list[JudgePair] = []
-    report: dict = {"k": k, "depth": depth, "per_question": per_question, "datasets": {}}
+    report: dict = {"k": k, "depth": depth, "per_question": per_question, "min_shared": min_shared, "datasets": {}}
     for dataset, items in questions.items():
         kept: list[JudgePair] = []
         labels: Counter = Counter()
@@ -139,7 +159,7 @@ def build_pairs(
                 break
             read += 1
             hits = index.search(item.question, depth)
-            pairs, counts = question_pairs(item, dataset, hits, positives, rng, per_question, k)
+            pairs, counts = question_pairs(item, dataset, hits, positives, rng, per_question, k, min_shared)
             labels += counts
             kept += pairs[: None if limit is None else limit - len(kept)]
         report["datasets"][dataset] = {
