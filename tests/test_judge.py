@@ -96,6 +96,30 @@ def test_features_point_at_the_answer_tokens_or_at_cls(tokenizer, tiny_pages, ti
     assert cut == [] and dropped == 1
 
 
+def test_a_positive_beyond_the_first_row_trains_on_the_row_that_holds_its_answer(tokenizer) -> None:
+    from raqa.training.judge_data import JudgePair
+    from raqa.training.judge_features import features
+
+    text = "Filler words say nothing here. " * 60 + "The Mona Lisa was painted by Leonardo da Vinci."
+    page = Page("long", "Mona Lisa", text)
+    start = text.index("Leonardo")
+    positive = JudgePair("t", "q", QUESTION, ("Leonardo da Vinci",), page, 1, start, "Leonardo da Vinci")
+    negative = JudgePair("t", "q", QUESTION, ("Leonardo da Vinci",), page, 1, None, None)
+    encoded = runtime.encode(tokenizer, [QUESTION], [page], 256)
+    rows = encoded["overflow_to_sample_mapping"].tolist()
+    assert len(rows) >= 2 and set(rows) == {0}  # the page takes several overlapping rows
+    (item, answer_free), dropped = features(tokenizer, [positive, negative], 256)
+    assert dropped == 0 and tokenizer.decode(item.input_ids[item.start : item.end + 1]) == "leonardo da vinci"
+    assert item.input_ids != encoded["input_ids"][0].tolist()[: len(item.input_ids)]  # not the first row
+    assert answer_free.start == answer_free.end == 0 and len(answer_free.input_ids) == 256  # the first row
+
+
+def test_a_long_question_reads_each_page_as_one_row_cut_to_fit(tokenizer) -> None:
+    page = Page("long", "Mona Lisa", "Filler words say nothing here. " * 60)
+    encoded = runtime.encode(tokenizer, ["why " * 200] * 2, [page, page], 256)
+    assert encoded["overflow_to_sample_mapping"].tolist() == [0, 1] and encoded["input_ids"].shape == (2, 256)
+
+
 def test_a_few_steps_then_save_load_and_read(tmp_path, tokenizer, tiny_pages, tiny_index) -> None:
     folder = trained_folder(tmp_path, tokenizer, tiny_pages, tiny_index)
     assert (folder / "model.safetensors").is_file() and (folder / "tokenizer.json").is_file()
@@ -191,6 +215,9 @@ def test_the_committed_judge_finds_leonardo_on_the_mona_lisa_page_and_nothing_on
     assert "Leonardo da Vinci" in on_mona.answer and on_mona.p_answer >= judge.threshold
     assert on_mona.answer in on_mona.sentence and on_mona.sentence in mona.text
     assert on_mars.p_answer < judge.threshold
+    long = Page("long", "Mona Lisa", "Filler words say nothing here. " * 60 + mona.text)  # past the first 256 tokens
+    (on_long,) = judge.read("Who painted the Mona Lisa?", [long])
+    assert "Leonardo da Vinci" in on_long.answer and on_long.p_answer >= judge.threshold  # read in a later row
 
 
 def test_a_stopped_training_resumes_from_its_checkpoint_and_ends_where_an_unbroken_one_does(

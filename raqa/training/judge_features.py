@@ -1,7 +1,8 @@
 """The answer judge's training examples: (question, page) pairs encoded as the runtime reads them, in batches.
 
-Each pair from judge_data.py is encoded exactly as reading.judge.encode reads a page (question + "title\\ntext",
-cut to max_tokens): an answer-bearing page points start/end at its answer's tokens, an answer-free page at [CLS]
+Each pair from judge_data.py is encoded exactly as reading.judge.encode reads a page (question + "title\\ntext"
+in rows of max_tokens, a long page continued in overlapping rows): an answer-bearing page is the first row that
+holds its whole answer, start/end at the answer's tokens; an answer-free page is its first row, pointing at [CLS]
 (index 0), the SQuAD-2 convention. Batches are of similar length, padded to their longest, in a seeded order.
 Left out here: the labels (judge_data.py) and the training loop (judge.py).
 """
@@ -12,7 +13,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from raqa.reading.judge import page_context
+from raqa.reading.judge import encode, page_context
 from raqa.training.judge_data import JudgePair
 
 
@@ -25,29 +26,38 @@ class Feature:
 
 
 def features(tokenizer, pairs: Sequence[JudgePair], max_tokens: int) -> tuple[list[Feature], int]:
-    """The training examples of the pairs, and how many positives were dropped (their answer cut off)."""
-    encoding = tokenizer(
-        [p.question for p in pairs],
-        [page_context(p.page)[0] for p in pairs],
-        truncation="only_second",
-        max_length=max_tokens,
-        return_offsets_mapping=True,
+    """The training examples of the pairs, and how many positives were dropped (no row holds their whole answer:
+    only an answer longer than a row's overlap, cut by every row)."""
+    encoding = encode(
+        tokenizer, [p.question for p in pairs], [p.page for p in pairs], max_tokens, padding=False, return_tensors=None
     )
+    rows: dict[int, list[int]] = {}
+    for row, pair_at in enumerate(encoding["overflow_to_sample_mapping"]):
+        rows.setdefault(pair_at, []).append(row)
     out, dropped = [], 0
-    for row, pair in enumerate(pairs):
-        ids, types = encoding["input_ids"][row], encoding["token_type_ids"][row]
-        start = end = 0
-        if pair.positive:
-            first = page_context(pair.page)[1] + pair.start
-            last = first + len(pair.answer)
-            offsets, segments = encoding["offset_mapping"][row], encoding.sequence_ids(row)
-            inside = [i for i, (s, e) in enumerate(offsets) if segments[i] == 1 and e > first and s < last]
-            if not inside:
-                dropped += 1
-                continue
-            start, end = inside[0], inside[-1]
-        out.append(Feature(ids, types, start, end))
+    for pair_at, pair in enumerate(pairs):
+        example = _example(encoding, rows[pair_at], pair)
+        if example is None:
+            dropped += 1
+        else:
+            out.append(example)
     return out, dropped
+
+
+def _example(encoding, rows: Sequence[int], pair: JudgePair) -> Feature | None:
+    """A pair's training row: its first row for a negative, the first row holding the whole answer for a positive."""
+    if not pair.positive:
+        return Feature(encoding["input_ids"][rows[0]], encoding["token_type_ids"][rows[0]], 0, 0)
+    first = page_context(pair.page)[1] + pair.start
+    last = first + len(pair.answer)
+    for row in rows:
+        offsets, segments = encoding["offset_mapping"][row], encoding.sequence_ids(row)
+        page_tokens = [i for i, segment in enumerate(segments) if segment == 1]
+        if not page_tokens or offsets[page_tokens[0]][0] > first or offsets[page_tokens[-1]][1] < last:
+            continue  # the answer starts before this row or runs past it
+        inside = [i for i in page_tokens if offsets[i][1] > first and offsets[i][0] < last]
+        return Feature(encoding["input_ids"][row], encoding["token_type_ids"][row], inside[0], inside[-1])
+    return None
 
 
 def batches(items: list[Feature], size: int, rng: random.Random) -> list[list[Feature]]:
