@@ -209,7 +209,9 @@ def _train_verifier(sub) -> None:
 
 def _judge_labels(sub) -> None:
     labels = sub.add_parser("judge-labels", help="draw the judge's training labels to read by hand; count a reading")
-    labels.add_argument("--source", default="dev", choices=["dev", "squad"], help="dev questions' training part or SQuAD")
+    labels.add_argument(
+        "--source", default="dev", choices=["dev", "squad"], help="dev questions' training part or SQuAD"
+    )
     labels.add_argument("--sample", type=int, default=30, help="positive labels to draw, one a question")
     labels.add_argument("--seed", type=int, default=1)
     labels.add_argument("--summarise", nargs="+", metavar="FILE", help="read files to count instead of drawing")
