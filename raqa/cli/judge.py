@@ -1,4 +1,5 @@
-"""The judge's verbs (train-judge, calibrate-judge, fit-support, compare-judges, train-verifier, judge-labels): check the numbers,
+"""The judge's verbs (train-judge, calibrate-judge, fit-support, compare-judges, train-verifier, judge-labels,
+gate-with-model): check the numbers,
 then hand over to raqa.training (torch loads there).
 
 Each prints a short JSON summary on stdout; exit status 2 on bad input. With --measure-only, train-judge refits
@@ -214,4 +215,64 @@ def cmd_judge_labels(args: argparse.Namespace) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("".join(json.dumps({**r, "drawn_by": command}, ensure_ascii=False) + "\n" for r in rows))
     say(f"{len(rows)} labels to read in {out}: set answers_question to true or false on each line")
+    return 0
+
+
+def cmd_gate_with_model(args: argparse.Namespace) -> int:
+    """Read held-out dev pages with the model at a low gate and score candidate gates (training/gate_with_model.py)."""
+    if not (1 <= args.questions <= 500 and 0 < args.floor < 1):
+        return error("Give --questions from 1 to 500 and --floor between 0 and 1.")
+    from tqdm import tqdm
+
+    from raqa.cli.options import app_config
+    from raqa.config import RunSettings
+    from raqa.evaluation.positives import PositiveIndex
+    from raqa.service import Service  # lazy: imports torch
+    from raqa.training import gate_with_model
+    from raqa.training.judge_data import dev_questions
+
+    start = time.time()
+    try:
+        service = Service.load(app_config(args), progress=say)
+        reader, backend, base, judge = service.reading(None, RunSettings())
+        if judge is None or judge.support is None:
+            raise ModelError("gate-with-model needs the answer judge with its support model.")
+    except (ValueError, ModelError) as e:
+        return error(e)
+    if args.questions > judge.card["holdout_questions"]:
+        return error(f"--questions: the judge holds out {judge.card['holdout_questions']} dev questions a set.")
+    held = dev_questions(judge.card["settings"]["seed"])
+    items = [(d, item) for d, questions in held.items() for item in questions[: args.questions]]
+    settings = base.replace(judge_threshold=args.floor, gate_threshold=args.floor, answered_threshold=None)
+    rows = gate_with_model.collect(
+        items,
+        lambda work: tqdm(work, desc="dev questions", unit="q"),
+        index=service.index,
+        backend=backend,
+        settings=settings,
+        judge=judge,
+        positives=PositiveIndex(service.pages),
+        floor=args.floor,
+    )
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "rows.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
+    swept = gate_with_model.sweep(rows, floor=args.floor)
+    record = {
+        "command": command_line("gate-with-model", questions=args.questions, floor=args.floor, out=args.out),
+        "data": f"the first {args.questions} held-out dev questions of train-judge a set (NQ-open, TriviaQA dev)",
+        "reader": reader.name,
+        "model": backend.name,
+        "shipped_gate": judge.support.weak,
+        "lowest_gate_at_20_percent": gate_with_model.lowest_gate(swept, 0.2),
+        "model_calls": sum(len(r["pages"]) for r in rows),
+        "seconds": round(time.time() - start, 1),
+        **records.provenance(),
+        "results": {d: gate_with_model.sweep([r for r in rows if r["dataset"] == d], floor=args.floor) for d in held}
+        | {"all": swept},
+    }
+    records.write_json(out / "record.json", record)
+    print(
+        json.dumps({"lowest_gate_at_20_percent": record["lowest_gate_at_20_percent"], "calls": record["model_calls"]})
+    )
     return 0

@@ -48,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     _train_judge(sub)
     _train_verifier(sub)
     _judge_labels(sub)
+    _gate_with_model(sub)
     _record(sub)
     add_pipeline_verbs(sub)
     return parser
@@ -218,6 +219,15 @@ def _judge_labels(sub) -> None:
     labels.add_argument("--out", required=True, help="the file to draw into (new), or the summary card to write")
     labels.add_argument("--cache", help="cache folder for the index (env RAQA_CACHE)")
     labels.set_defaults(func=command("judge:cmd_judge_labels"))
+
+
+def _gate_with_model(sub) -> None:
+    gate = sub.add_parser("gate-with-model", help="measure the Weak support gate on dev runs with the model")
+    gate.add_argument("--questions", type=int, default=250, help="held-out dev questions per set")
+    gate.add_argument("--floor", type=float, default=0.01, help="pages from this support up are read with the model")
+    gate.add_argument("--out", default="assets/results/gate-with-model", help="folder for record.json and rows.jsonl")
+    gate.add_argument("--cache", help="cache folder for the index and model (env RAQA_CACHE)")
+    gate.set_defaults(func=command("judge:cmd_gate_with_model"), corpus=None, model=None, adapter=None)
 
 
 def _train_adapt(sub) -> None:
