@@ -115,3 +115,27 @@ def labels() -> str:
     rows = [[label, *(_share(files[n]["rules"][rule]["right"]) for n in LABEL_FILES)] for rule, label in rules]
     drawn = [f"- `{name}.jsonl`: drawn by `{files[name]['drawn_by'][0]}`" for name in LABEL_FILES]
     return "\n".join([made_by(path, card), "", *markdown_rows(header, rows), "", *drawn])
+
+
+def gate_with_model() -> str:
+    path = "assets/results/gate-with-model/record.json"
+    record = load_record(path)
+    header = [
+        "gate",
+        "dev questions ending with an answer",
+        "... right",
+        "right, of all",
+        "unanswerable ending with one",
+    ]
+    rows = [
+        [
+            f"{s['gate']}" + (" (shipped)" if s["gate"] == record["shipped_gate"] else ""),
+            _share(s["ended_with_answer"]),
+            _share(s["answers_right"]),
+            _share(s["right_of_all"]),
+            _share(s["unanswerable_with_answer"]),
+        ]
+        for s in record["results"]["all"]
+    ]
+    about = f"- {record['model_calls']:,} model calls, {record['seconds'] / 60:.0f} min on 2 cores; {record['data']}"
+    return "\n".join([made_by(path, record), "", *markdown_rows(header, rows), "", about])

@@ -32,6 +32,7 @@ TABLES: dict[str, Callable[[], str]] = {  # a docs page's table name -> the func
     "judge/judges": docs_tables_judge.judges,
     "judge/verifier": docs_tables_judge.verifier,
     "judge/labels": docs_tables_judge.labels,
+    "judge/gate-with-model": docs_tables_judge.gate_with_model,
     "when-to-retrieve/adapters": docs_tables.adapters,
     "when-to-retrieve/ret-signal": docs_tables.ret_signal,
     "when-to-retrieve/pipeline": docs_tables.pipeline,
