@@ -114,6 +114,18 @@ def test_a_positive_beyond_the_first_row_trains_on_the_row_that_holds_its_answer
     assert answer_free.start == answer_free.end == 0 and len(answer_free.input_ids) == 256  # the first row
 
 
+def test_one_long_question_among_the_pairs_does_not_stop_the_others_from_striding(tokenizer) -> None:
+    from raqa.training.judge_data import JudgePair
+    from raqa.training.judge_features import features
+
+    text = "Filler words say nothing here. " * 60 + "The Mona Lisa was painted by Leonardo da Vinci."
+    page = Page("long", "Mona Lisa", text)
+    positive = JudgePair("t", "q", QUESTION, ("x",), page, 1, text.index("Leonardo"), "Leonardo da Vinci")
+    long_question = JudgePair("t", "r", "why " * 200, ("x",), page, 1, None, None)
+    items, dropped = features(tokenizer, [long_question, positive], 256)
+    assert dropped == 0 and [i.start == 0 for i in items] == [True, False]  # the pairs' order is kept
+
+
 def test_a_long_question_reads_each_page_as_one_row_cut_to_fit(tokenizer) -> None:
     page = Page("long", "Mona Lisa", "Filler words say nothing here. " * 60)
     encoded = runtime.encode(tokenizer, ["why " * 200] * 2, [page, page], 256)

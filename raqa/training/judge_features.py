@@ -28,20 +28,21 @@ class Feature:
 def features(tokenizer, pairs: Sequence[JudgePair], max_tokens: int) -> tuple[list[Feature], int]:
     """The training examples of the pairs, and how many positives were dropped (no row holds their whole answer:
     only an answer longer than a row's overlap, cut by every row)."""
-    encoding = encode(
-        tokenizer, [p.question for p in pairs], [p.page for p in pairs], max_tokens, padding=False, return_tensors=None
-    )
-    rows: dict[int, list[int]] = {}
-    for row, pair_at in enumerate(encoding["overflow_to_sample_mapping"]):
-        rows.setdefault(pair_at, []).append(row)
-    out, dropped = [], 0
-    for pair_at, pair in enumerate(pairs):
-        example = _example(encoding, rows[pair_at], pair)
-        if example is None:
-            dropped += 1
-        else:
-            out.append(example)
-    return out, dropped
+    by_question: dict[str, list[JudgePair]] = {}
+    for pair in pairs:  # encoded a question at a time: encode strides only if the call's longest question leaves room
+        by_question.setdefault(pair.question, []).append(pair)
+    examples: dict[int, Feature | None] = {}  # id(pair) -> its example, so the output keeps the pairs' order
+    for question, asked in by_question.items():
+        encoding = encode(
+            tokenizer, [question] * len(asked), [p.page for p in asked], max_tokens, padding=False, return_tensors=None
+        )
+        rows: dict[int, list[int]] = {}
+        for row, pair_at in enumerate(encoding["overflow_to_sample_mapping"]):
+            rows.setdefault(pair_at, []).append(row)
+        for pair_at, pair in enumerate(asked):
+            examples[id(pair)] = _example(encoding, rows[pair_at], pair)
+    out = [examples[id(p)] for p in pairs if examples[id(p)] is not None]
+    return out, len(pairs) - len(out)
 
 
 def _example(encoding, rows: Sequence[int], pair: JudgePair) -> Feature | None:
