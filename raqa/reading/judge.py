@@ -85,7 +85,8 @@ def encode(tokenizer, questions: Sequence[str], pages: Sequence[Page], max_token
     less than 2 * STRIDE page tokens, each page is one row, cut to fit, as a few tokens a row would take dozens of
     rows. Padded to the longest row as tensors, unless padding=False, return_tensors=None (training pads its own)."""
     options = {"padding": True, "return_tensors": "pt", **padding}
-    longest = max((len(ids) for ids in tokenizer(list(questions), add_special_tokens=False)["input_ids"]), default=0)
+    asked = sorted(set(questions))  # a run reads every page for one question: measure it once
+    longest = max((len(ids) for ids in tokenizer(asked, add_special_tokens=False)["input_ids"]), default=0)
     strided = max_tokens - 3 - longest > 2 * STRIDE  # 3: [CLS] and two [SEP]
     encoding = tokenizer(
         list(questions),
