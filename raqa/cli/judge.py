@@ -1,6 +1,5 @@
 """The judge's verbs (train-judge, calibrate-judge, fit-support, compare-judges, train-verifier, judge-labels,
-gate-with-model): check the numbers,
-then hand over to raqa.training (torch loads there).
+gate-with-model): check the numbers, then hand over to raqa.training (torch loads there).
 
 Each prints a short JSON summary on stdout; exit status 2 on bad input. With --measure-only, train-judge refits
 (p_answer, threshold) and measures again a trained judge folder, no training.
@@ -18,7 +17,7 @@ from raqa.config import default_cache_dir
 from raqa.evaluation import records
 from raqa.evaluation.records import command_line
 from raqa.models.base import ModelError
-from raqa.reading.judge import CARD_FILE
+from raqa.reading.judge import CARD_FILE, JUDGE_DIR
 from raqa.training import judge_compare, label_audit
 from raqa.training.judge import JudgeSettings, remeasure, train_judge
 from raqa.training.judge_gate import calibrate_folder
@@ -210,7 +209,10 @@ def cmd_judge_labels(args: argparse.Namespace) -> int:
     pages = load_corpus(None)
     index = load_or_build(pages, Path(args.cache or default_cache_dir()), progress=lambda message, fraction: None)
     command = command_line("judge-labels", source=args.source, sample=args.sample, seed=args.seed, out=args.out)
-    questions = label_audit.source_questions(args.source, 500, args.seed)
+    split = json.loads((JUDGE_DIR / CARD_FILE).read_text())  # the shipped judge's dev split: its seed and held-out
+    questions = label_audit.source_questions(
+        args.source, split["holdout_questions"], args.seed, split["settings"]["seed"]
+    )
     rows = label_audit.draw(questions, index, PositiveIndex(pages), args.sample)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("".join(json.dumps({**r, "drawn_by": command}, ensure_ascii=False) + "\n" for r in rows))

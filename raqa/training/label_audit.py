@@ -30,14 +30,15 @@ SOURCES = ("dev", "squad")  # dev: NQ-open + TriviaQA dev, training part; squad:
 STRICTER = (2, 3)  # the min_shared rules the summary counts beside the one-word rule
 
 
-def source_questions(source: str, holdout: int, seed: int) -> list[tuple[str, QAItem]]:
-    """(dataset, question) of a source, shuffled (seeded): dev's training part interleaved by set, or SQuAD test."""
+def source_questions(source: str, holdout: int, seed: int, split_seed: int = 0) -> list[tuple[str, QAItem]]:
+    """(dataset, question) of a source, shuffled (seeded): dev's training part (train-judge's split by split_seed,
+    less its first `holdout` a set) mixed across sets, or SQuAD test."""
     if source not in SOURCES:
         raise ValueError(f"Invalid source: {source!r}. Choose from: {', '.join(SOURCES)}.")
     if source == "squad":
         items = load_questions("squad", "test")
         return [("squad", item) for item in random.Random(seed).sample(items, len(items))]
-    rest = {d: items[holdout:] for d, items in dev_questions(0).items()}  # train-judge's split (its seed 0)
+    rest = {d: items[holdout:] for d, items in dev_questions(split_seed).items()}
     mixed = [(d, item) for d, items in rest.items() for item in items]
     return random.Random(seed).sample(mixed, len(mixed))
 
