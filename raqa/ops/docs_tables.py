@@ -38,7 +38,7 @@ def made_by(path: str, record: dict) -> str:
     return f"From {source_line(path, record)}:"
 
 
-def _share(e: Mapping, digits: int = 1, n: bool = True) -> str:
+def share(e: Mapping, digits: int = 1, n: bool = True) -> str:
     """A share with its 95% interval: 5.2% [2.0%, 12.6%] (n = 77); a dash where nothing was counted."""
     if not e.get("n") or e.get("value") is None or math.isnan(e["value"]):
         return "– (n = 0)"
@@ -83,7 +83,7 @@ NEGATIVE_COLUMNS = (
 def negative_windows() -> str:
     path = "assets/results/negative_windows-triviaqa.json"
     record = load_record(path)
-    rows = [[str(r["shots"])] + [_share(r[key], 0) for _, key in NEGATIVE_COLUMNS] for r in record["results"]["rows"]]
+    rows = [[str(r["shots"])] + [share(r[key], 0) for _, key in NEGATIVE_COLUMNS] for r in record["results"]["rows"]]
     header = ["worked examples in the prompt"] + [label for label, _ in NEGATIVE_COLUMNS]
     return "\n".join([made_by(path, record), "", *markdown_rows(header, rows)])
 
@@ -93,7 +93,7 @@ def readers() -> str:
     record = load_record(path)
     rows = [
         [f"{r['label']} (`{name}`)"]
-        + [_share(r["windows"][key], 0) for _, key in NEGATIVE_COLUMNS]
+        + [share(r["windows"][key], 0) for _, key in NEGATIVE_COLUMNS]
         + [f"{r['windows']['auc_p_answer']:.3f}"]
         for name, r in record["results"]["readers"].items()
     ]
@@ -194,7 +194,7 @@ def pipeline() -> str:
             t = s["table"][name]
             cells += [
                 f"{t['coverage']['value']:.1%}",
-                _share(t["selective_accuracy"], n=False),
+                share(t["selective_accuracy"], n=False),
                 f"{t['idk_unanswerable']['value']:.1%}",
             ]
         rows.append(cells)
@@ -225,14 +225,14 @@ def pipeline() -> str:
         ),
         ("questions (dev questions for thresholds)", lambda s: f"{s['n']} ({s['dev_n']})"),
         ("unanswerable (no page of the corpus holds a gold answer)", lambda s: str(s["n"] - s["answerable"])),
-        ("closed-book answer right", lambda s: _share(s["closed_book_correct"])),
+        ("closed-book answer right", lambda s: share(s["closed_book_correct"])),
         (
             "right closed-book answers among the dev questions the thresholds were chosen on",
             lambda s: str(sum(r["closed_book"]["correct"] for r in dev if r["dataset"] == s["name"])),
         ),
         (
             "Adapt-LLM's P(<RET>) threshold chosen on dev; test questions it retrieves on (model + judge)",
-            lambda s: f"{s['configurations'][ADAPT]['threshold']:.2f}; {_share(s['table'][ADAPT]['retrieval_rate'])}",
+            lambda s: f"{s['configurations'][ADAPT]['threshold']:.2f}; {share(s['table'][ADAPT]['retrieval_rate'])}",
         ),
     ]
     lines += ["", *markdown_rows(["", *sets], [[label] + [cell(s) for s in sets.values()] for label, cell in targets])]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from raqa.ops.docs_tables import _share, load_record, made_by, markdown_rows
+from raqa.ops.docs_tables import load_record, made_by, markdown_rows, share
 from raqa.training.judge_card import card_section
 
 BADGE_ROWS = (
@@ -27,14 +27,14 @@ def badges() -> str:
     sets = record["results"]
     header = ["per question"] + [f"{d} {when}" for d in sets for when in ("before", "after")]
     rows = [
-        [label] + [_share(sets[d]["per_question"][when][key]) for d in sets for when in ("before", "after")]
+        [label] + [share(sets[d]["per_question"][when][key]) for d in sets for when in ("before", "after")]
         for label, key in BADGE_ROWS
     ]
     pages = [
         f"- {d}: the judge over every top-15 page ({p['pages']:,} pages, {p['answer_bearing']} answer-bearing): "
         f"AUC of answer-bearing vs answer-free pages by P(answer) {p['auc_before']:.3f}, by support "
         f"{p['auc_after']:.3f}; its own extraction exactly right on answer-bearing pages "
-        f"{_share(p['judge_exact_match_on_answer_bearing'], 0)}; {s['model_calls']:,} model calls"
+        f"{share(p['judge_exact_match_on_answer_bearing'], 0)}; {s['model_calls']:,} model calls"
         for d, s in sets.items()
         if (p := s["pages"])
     ]
@@ -60,7 +60,7 @@ def _estimate(e: Mapping) -> str:
     """A share as _share writes it, or an AUC (no percent sign) with its interval."""
     if "n_positive" in e:
         return f"{e['value']:.3f} [{e['low']:.3f}, {e['high']:.3f}]"
-    return _share(e)
+    return share(e)
 
 
 def judges() -> str:
@@ -85,7 +85,7 @@ def verifier() -> str:
     for at, cut in enumerate(c["cut"] for c in measured["per_question"]["support"]):
         finals = [measured["per_question"][n][at] for n in names]
         rows.append([f"first page ≥ {cut}: questions ending there", "", *(f"{f['finals']}" for f in finals)])
-        rows.append(["... its answer right", "", *(_share(f["precision"] or {}) for f in finals)])
+        rows.append(["... its answer right", "", *(share(f["precision"] or {}) for f in finals)])
     about = f"{measured['extractions']:,} extractions ({measured['right']} right) of {measured['questions']} questions"
     return "\n".join([made_by(path, card), "", *markdown_rows(header, rows), "", f"- {about}"])
 
@@ -112,7 +112,7 @@ def labels() -> str:
         ("2", "2 content words besides the answer's"),
         ("3", "3 besides the answer's"),
     )
-    rows = [[label, *(_share(files[n]["rules"][rule]["right"]) for n in LABEL_FILES)] for rule, label in rules]
+    rows = [[label, *(share(files[n]["rules"][rule]["right"]) for n in LABEL_FILES)] for rule, label in rules]
     drawn = [f"- `{name}.jsonl`: drawn by `{files[name]['drawn_by'][0]}`" for name in LABEL_FILES]
     return "\n".join([made_by(path, card), "", *markdown_rows(header, rows), "", *drawn])
 
@@ -130,10 +130,10 @@ def gate_with_model() -> str:
     rows = [
         [
             f"{s['gate']}" + (" (shipped)" if s["gate"] == record["shipped_gate"] else ""),
-            _share(s["ended_with_answer"]),
-            _share(s["answers_right"]),
-            _share(s["right_of_all"]),
-            _share(s["unanswerable_with_answer"]),
+            share(s["ended_with_answer"]),
+            share(s["answers_right"]),
+            share(s["right_of_all"]),
+            share(s["unanswerable_with_answer"]),
         ]
         for s in record["results"]["all"]
     ]
