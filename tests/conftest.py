@@ -1,5 +1,5 @@
 """Shared fixtures: a tiny eight-page corpus and its BM25 index, a cache folder, scripted backends,
-and the embedded corpus with its index (built once per session, about 3 s).
+the embedded corpus with its index (built once per session, about 3 s), and headless chromium for the browser tests.
 
 Every tiny page states its own title in its first sentence, so "ANSWER: <title> / PAGE: <id> /
 SENTENCE: 1" is a supported reply for any of them.
@@ -124,3 +124,12 @@ def embedded_index(embedded_pages: list[Page], tmp_path_factory: pytest.TempPath
     folder = tmp_path_factory.mktemp("embedded-index") / "index"
     BM25Index.build(embedded_pages).save(folder)
     return BM25Index.load(folder, embedded_pages)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Debian chromium for the browser tests of one module (tests/browser.py says how it is launched)."""
+    from browser import chromium
+
+    with chromium() as launched:
+        yield launched

@@ -10,44 +10,26 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
-import socket
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 from adapt_fakes import FakeAdaptModel, knows_paris
+from browser import ROOT, opened_tab, page_css
 
 from raqa.config import AppConfig
 from raqa.loading import Lazy
 from raqa.models.scripted import ScriptedBackend
+from raqa.ops.page_start import started_app
+from raqa.ops.reliability import free_port
 from raqa.retrieval.corpus import Page
 from raqa.retrieval.index import BM25Index
 from raqa.service import Service
 
 pytestmark = pytest.mark.e2e
-playwright_api = pytest.importorskip("playwright.sync_api")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
-ROOT = Path(__file__).resolve().parent.parent
 XSS_TITLE = '<script>window.__raqa_xss = "title"</script>Zebra facts'
 XSS_TEXT = "Zebras live in Africa. <img src=x onerror=\"window.__raqa_xss = 'page'\"> Zebras have stripes."
 XSS_QUESTION = "Where do zebras live? <img src=x onerror=\"window.__raqa_xss = 'question'\">"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _fruit_pages() -> list[Page]:
@@ -91,39 +73,22 @@ def server(tmp_path_factory, backend):
         {},
         adapt=Lazy(value=FakeAdaptModel(knows_paris)),
     )
-    port = _free_port()
+    port = free_port()
     demo = build_demo(service)
     demo.launch(
         server_name="127.0.0.1",
         server_port=port,
         prevent_thread_lock=True,
-        css=(ROOT / "assets" / "style.css").read_text(),
+        css=page_css(),
     )
     yield f"http://127.0.0.1:{port}"
     demo.close()
 
 
-@pytest.fixture(scope="module")
-def browser():
-    chromium = shutil.which("chromium")
-    if chromium is None:
-        pytest.fail("Debian chromium is not installed: apt-get install -y chromium")
-    with playwright_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
-
-
 @pytest.fixture
 def page(browser, server):
-    context = browser.new_context(viewport={"width": 1300, "height": 1600})
-    tab = context.new_page()
-    dialogs: list[str] = []
-    tab.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-    tab.dialogs = dialogs
-    tab.goto(server, wait_until="networkidle")
-    yield tab
-    context.close()
+    with opened_tab(browser, server) as tab:
+        yield tab
 
 
 def _ask(tab, question: str, order: str = "forward", window: int | None = None) -> None:
@@ -235,22 +200,10 @@ def test_bad_input_gets_a_message_and_the_page_keeps_working(page):
 @pytest.mark.slow
 def test_the_default_app_answers_on_the_real_model(browser, tmp_path):
     """`python app.py` on the embedded corpus and model: a question streams windows to an answer."""
-    port = _free_port()
-    env = dict(os.environ, PORT=str(port), GRADIO_SERVER_NAME="127.0.0.1", GRADIO_ANALYTICS_ENABLED="False")
-    env.setdefault("RAQA_CACHE", str(tmp_path / "cache"))
-    log = (tmp_path / "app.log").open("w")
-    app = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.time() + 240
-        while time.time() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert app.poll() is None, (tmp_path / "app.log").read_text()
-                time.sleep(1)
+    cache = Path(os.environ.get("RAQA_CACHE") or tmp_path / "cache")
+    with started_app(space=False, cache=cache, log=tmp_path / "app.log", timeout=240) as app:
         tab = browser.new_page(viewport={"width": 1300, "height": 1800})
-        tab.goto(f"http://127.0.0.1:{port}", wait_until="networkidle")
+        tab.goto(app.url, wait_until="networkidle")
         _ask(tab, "Who developed the theory of relativity?")
         tab.wait_for_selector(".raqa-window", timeout=60000)
         tab.wait_for_selector(".raqa-final-text", timeout=180000)
@@ -270,9 +223,6 @@ def test_the_default_app_answers_on_the_real_model(browser, tmp_path):
         artifacts = os.environ.get("RAQA_SCREENSHOTS")
         if artifacts:
             tab.screenshot(path=str(Path(artifacts) / "default-app.png"), full_page=True)
-    finally:
-        app.terminate()
-        app.wait(timeout=30)
 
 
 def _every_example_replays_its_recording(tab) -> None:

@@ -8,10 +8,10 @@ The corpus goes through the real JSONL loader and index (Service.load); the mode
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
+from browser import opened_tab, page_css
 
 from raqa.config import AppConfig
 from raqa.models.scripted import ScriptedBackend
@@ -19,17 +19,6 @@ from raqa.ops.reliability import serve
 from raqa.service import Service
 
 pytestmark = pytest.mark.e2e
-playwright_api = pytest.importorskip("playwright.sync_api")
-ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
 
 # Every payload tries to set window.__pwned (or open a dialog) if it is ever parsed as markup.
 PAYLOADS = {
@@ -82,32 +71,15 @@ def server(tmp_path_factory):
     folder = tmp_path_factory.mktemp("hostile")
     config = AppConfig(corpus=str(_corpus(folder)), cache_dir=folder / "cache")
     service = Service.load(config, progress=lambda message: None, backend=ScriptedBackend(_reply))
-    demo, url = serve(service, css=(ROOT / "assets" / "style.css").read_text(encoding="utf-8"))
+    demo, url = serve(service, css=page_css())
     yield url
     demo.close()
 
 
-@pytest.fixture(scope="module")
-def browser():
-    chromium = shutil.which("chromium")
-    if chromium is None:
-        pytest.fail("Debian chromium is not installed: apt-get install -y chromium")
-    with playwright_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
-
-
 @pytest.fixture
 def page(browser, server):
-    context = browser.new_context(viewport={"width": 1280, "height": 1400})
-    tab = context.new_page()
-    dialogs: list[str] = []
-    tab.on("dialog", lambda d: (dialogs.append(d.message), d.dismiss()))
-    tab.dialogs = dialogs
-    tab.goto(server, wait_until="networkidle")
-    yield tab
-    context.close()
+    with opened_tab(browser, server, 1280, 1400) as tab:
+        yield tab
 
 
 OUTPUTS = "#raqa-answers, #raqa-windows, #raqa-pages"

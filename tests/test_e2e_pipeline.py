@@ -7,13 +7,15 @@ import json
 import time
 
 import pytest
-from test_e2e import ROOT, _free_port, _fruit_pages, backend, browser  # noqa: F401 - the fixtures, shared
+from browser import page_css
+from test_e2e import _fruit_pages, backend  # noqa: F401 - the fixture, shared
 from test_pipeline_eval import _rows
 
 from raqa.evaluation.records import write
 from raqa.evaluation.when_to_retrieve import tuned_thresholds
 from raqa.evaluation.when_to_retrieve_scores import summarise
 from raqa.loading import Lazy
+from raqa.ops.reliability import free_port
 from raqa.web.pipeline_recordings import Choice, record_pipeline, write_pipeline_recording
 
 pytestmark = pytest.mark.e2e
@@ -53,12 +55,12 @@ def server(tmp_path_factory, backend):  # noqa: F811
     made = record_pipeline(service, "What is the capital of France?", Choice("adapt", threshold), "(test recording)")
     write_pipeline_recording(made, recordings / "pipeline")
     demo = build_demo(service, recordings_dir=recordings, results_dir=results)
-    port = _free_port()
+    port = free_port()
     demo.launch(
         server_name="127.0.0.1",
         server_port=port,
         prevent_thread_lock=True,
-        css=(ROOT / "assets" / "style.css").read_text(),
+        css=page_css(),
     )
     yield f"http://127.0.0.1:{port}"
     demo.close()

