@@ -21,7 +21,7 @@ from raqa.config import AppConfig
 from raqa.loading import Lazy
 from raqa.models.scripted import ScriptedBackend
 from raqa.ops.page_start import started_app
-from raqa.ops.reliability import free_port
+from raqa.ops.reliability import serve
 from raqa.retrieval.corpus import Page
 from raqa.retrieval.index import BM25Index
 from raqa.service import Service
@@ -61,8 +61,6 @@ def backend() -> ScriptedBackend:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory, backend):
-    from raqa.web.app import build_demo
-
     pages = _fruit_pages()
     service = Service(
         AppConfig(cache_dir=tmp_path_factory.mktemp("cache")),
@@ -73,15 +71,8 @@ def server(tmp_path_factory, backend):
         {},
         adapt=Lazy(value=FakeAdaptModel(knows_paris)),
     )
-    port = free_port()
-    demo = build_demo(service)
-    demo.launch(
-        server_name="127.0.0.1",
-        server_port=port,
-        prevent_thread_lock=True,
-        css=page_css(),
-    )
-    yield f"http://127.0.0.1:{port}"
+    demo, url = serve(service, css=page_css())
+    yield url.rstrip("/")
     demo.close()
 
 

@@ -11,7 +11,7 @@ from browser import page_css
 
 from raqa.config import AppConfig, PublicLimits
 from raqa.models.scripted import ScriptedBackend
-from raqa.ops.reliability import free_port
+from raqa.ops.reliability import serve
 from raqa.retrieval.corpus import Page
 from raqa.retrieval.index import BM25Index
 from raqa.service import Service
@@ -38,8 +38,6 @@ def _script(messages) -> str:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    from raqa.web.app import build_demo
-
     pages = [Page(f"a{n}", f"Apple note {n}", " ".join(["apple question orchard."] * n)) for n in range(1, 9)]
     service = Service(
         AppConfig(cache_dir=tmp_path_factory.mktemp("cache"), public=LIMITS),
@@ -50,16 +48,8 @@ def server(tmp_path_factory):
         {},
     )
     assert service.concurrent_runs > 1
-    port = free_port()
-    demo = build_demo(service)
-    demo.launch(
-        server_name="127.0.0.1",
-        server_port=port,
-        prevent_thread_lock=True,
-        quiet=True,
-        css=page_css(),
-    )
-    yield f"http://127.0.0.1:{port}/"
+    demo, url = serve(service, css=page_css())
+    yield url
     demo.close()
 
 
