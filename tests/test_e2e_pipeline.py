@@ -15,7 +15,7 @@ from raqa.evaluation.records import write
 from raqa.evaluation.when_to_retrieve import tuned_thresholds
 from raqa.evaluation.when_to_retrieve_scores import summarise
 from raqa.loading import Lazy
-from raqa.ops.reliability import free_port
+from raqa.ops.reliability import serve
 from raqa.web.pipeline_recordings import Choice, record_pipeline, write_pipeline_recording
 
 pytestmark = pytest.mark.e2e
@@ -33,7 +33,6 @@ def server(tmp_path_factory, backend):  # noqa: F811
     from raqa.config import AppConfig
     from raqa.retrieval.index import BM25Index
     from raqa.service import Service
-    from raqa.web.app import build_demo
 
     results = tmp_path_factory.mktemp("results")
     rows = _rows()
@@ -54,15 +53,8 @@ def server(tmp_path_factory, backend):  # noqa: F811
     # the tab's first example, recorded with the tab's default choices (the fake knows Paris from memory)
     made = record_pipeline(service, "What is the capital of France?", Choice("adapt", threshold), "(test recording)")
     write_pipeline_recording(made, recordings / "pipeline")
-    demo = build_demo(service, recordings_dir=recordings, results_dir=results)
-    port = free_port()
-    demo.launch(
-        server_name="127.0.0.1",
-        server_port=port,
-        prevent_thread_lock=True,
-        css=page_css(),
-    )
-    yield f"http://127.0.0.1:{port}"
+    demo, url = serve(service, page={"recordings_dir": recordings, "results_dir": results}, css=page_css())
+    yield url.rstrip("/")
     demo.close()
 
 

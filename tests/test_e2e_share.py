@@ -14,11 +14,11 @@ from test_e2e import _ask, _fruit_pages, _script, backend, page, server  # noqa:
 
 from raqa.config import AppConfig
 from raqa.models.scripted import ScriptedBackend
+from raqa.ops.reliability import serve
 from raqa.retrieval.corpus import Page
 from raqa.retrieval.index import BM25Index
 from raqa.service import Service
 from raqa.web import ask_layout
-from raqa.web.app import build_demo
 
 pytestmark = pytest.mark.e2e
 
@@ -111,8 +111,7 @@ def _batching_page(browser, tmp_path, pages):  # noqa: F811
     model.batcher = object()  # as a model that shares its forward passes: several runs at once (concurrent_runs)
     service = Service(AppConfig(cache_dir=tmp_path / "cache"), pages, BM25Index.build(pages), model, "test", {})
     assert service.concurrent_runs > 1
-    demo = build_demo(service)
-    _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True)
+    demo, url = serve(service)
     tab = browser.new_page(viewport={"width": 1300, "height": 1600})
     tab.goto(url, wait_until="networkidle")
     return model, demo, tab
@@ -184,7 +183,6 @@ def recorded_server(tmp_path_factory, backend):  # noqa: F811
     from raqa.retrieval.corpus import Page
     from raqa.retrieval.index import BM25Index
     from raqa.service import Service
-    from raqa.web.app import build_demo
     from raqa.web.recordings import record_run, write_recording
 
     # a page of common question words: every benchmark question retrieves it, so each takes a scripted reply (0.8 s)
@@ -195,8 +193,7 @@ def recorded_server(tmp_path_factory, backend):  # noqa: F811
     service = Service(config, pages, BM25Index.build(pages), backend, "test corpus", {})
     folder = tmp_path_factory.mktemp("recordings")
     write_recording(record_run(service, "Where do zebras live?", RunForm(), "python -m raqa record (test)"), folder)
-    demo = build_demo(service, recordings_dir=folder)
-    _, url, _ = demo.launch(server_name="127.0.0.1", prevent_thread_lock=True, quiet=True)
+    demo, url = serve(service, page={"recordings_dir": folder})
     yield url.rstrip("/")
     demo.close()
 

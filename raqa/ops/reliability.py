@@ -49,12 +49,13 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def serve(service: Service, port: int | None = None, **launch_kwargs):
-    """Start the page on loopback in this process; returns (demo, url). Close it with demo.close()."""
+def serve(service: Service, port: int | None = None, page: dict | None = None, **launch_kwargs):
+    """Start the page on loopback in this process; returns (demo, url). Close it with demo.close(). `page` holds
+    build_demo's options (recordings_dir, results_dir), the rest go to Gradio's launch."""
     from raqa.web.app import build_demo  # lazy: imports gradio
 
     port = port or free_port()
-    demo = build_demo(service)
+    demo = build_demo(service, **(page or {}))
     demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, **launch_kwargs)
     return demo, f"http://127.0.0.1:{port}/"
 
