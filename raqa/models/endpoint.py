@@ -38,8 +38,8 @@ from urllib.parse import urlsplit
 import httpx
 
 from raqa.config import secret
-from raqa.models.base import Backend, Choice, Messages, ModelError, ReplyPlan, Usage, pick_choice
-from raqa.models.openai_stream import choice_probabilities, estimate_tokens, plan_budget, retry_after, sse_data
+from raqa.models.base import Backend, Messages, ModelError, ReplyPlan, Usage
+from raqa.models.openai_stream import estimate_tokens, plan_budget, reply_pieces, retry_after, sse_data
 
 log = logging.getLogger(__name__)
 
@@ -218,49 +218,24 @@ class EndpointBackend(Backend):
     def _stream(self, response: httpx.Response, plan, threshold: float, messages: Messages, shown: list[bool]):
         """Yield Choice, text and Usage from the event stream; the Choice waits until the first word is known."""
         deadline = time.monotonic() + self.config.deadline_s
-        words = list(plan or {})
-        head, probabilities, decided, finished, usage, chunks = "", None, not words, False, None, 0
-        cut = False  # the threshold turned an answer into a decline: the rest of the text is not shown
-        for data in sse_data(self._before(deadline, response.iter_lines())):
+        done = [False]
+        chunks = self._chunks(sse_data(self._before(deadline, response.iter_lines())), done)
+        finished, usage, count = yield from reply_pieces(chunks, list(plan or {}), threshold, shown)
+        if not (finished or done[0]):
+            raise _Retryable("the stream ended before the reply was complete")
+        yield self._usage(usage, messages, count)
+
+    def _chunks(self, events: Iterator[str], done: list[bool]) -> Iterator[dict]:
+        """The stream's JSON chunks until [DONE] (then done[0] is set), noting the model and fingerprint served."""
+        for data in events:
             if data.strip() == "[DONE]":
-                finished = True
-                break
+                done[0] = True
+                return
             chunk = self._parse(data)
             for key in ("model", "system_fingerprint"):
                 if isinstance(chunk.get(key), str) and chunk[key]:
                     self.served[key] = chunk[key]
-            if isinstance(chunk.get("usage"), dict):
-                usage = chunk["usage"]
-            for choice in chunk.get("choices") or []:
-                if not isinstance(choice, dict):
-                    continue
-                finished = finished or bool(choice.get("finish_reason"))
-                if probabilities is None and words:
-                    probabilities = choice_probabilities(choice.get("logprobs"), words)
-                text = (choice.get("delta") or {}).get("content") or ""
-                if not text:
-                    continue
-                chunks += 1
-                if cut:
-                    continue
-                if decided:
-                    shown[0] = True
-                    yield text
-                    continue
-                head += text
-                start = head.lstrip()
-                if any(w.startswith(start) for w in words) and not any(start.startswith(w) for w in words):
-                    continue  # not yet enough text to know the first word
-                decided = True
-                pieces, cut = self._first_word(head, words, probabilities, threshold)
-                shown[0] = True
-                yield from pieces
-        if not finished:
-            raise _Retryable("the stream ended before the reply was complete")
-        if not decided and head:  # a reply shorter than every first word
-            shown[0] = True
-            yield from self._first_word(head, words, probabilities, threshold)[0]
-        yield self._usage(usage, messages, chunks)
+            yield chunk
 
     def _before(self, deadline: float, lines: Iterator[str]) -> Iterator[str]:
         """The lines, until the deadline passes (checked on every line, keep-alive comments included)."""
@@ -268,18 +243,6 @@ class EndpointBackend(Backend):
             if time.monotonic() > deadline:
                 raise ModelError(f"{self.name}: the reply took longer than {self.config.deadline_s:g} s.")
             yield line
-
-    def _first_word(self, head: str, words: list[str], probabilities, threshold: float) -> tuple[list, bool]:
-        """The Choice (if the reply starts with a plan word) and the text so far; True when cut to a decline."""
-        written = next((w for w in words if head.lstrip().startswith(w)), None)
-        if written is None:
-            return [head], False
-        if probabilities is None:
-            return [Choice({w: float(w == written) for w in words}, written, measured=False), head], False
-        picked = pick_choice(probabilities, threshold)
-        if written == words[0] and picked != written:
-            return [Choice(probabilities, picked), picked], True
-        return [Choice(probabilities, written), head], False
 
     def _parse(self, data: str) -> dict:
         try:
