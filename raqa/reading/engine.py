@@ -32,6 +32,7 @@ from raqa.reading.events import (
     WindowStarted,
     WindowVerdict,
 )
+from raqa.reading.grader import Grader
 from raqa.reading.judge import AnswerJudge, JudgeReading
 from raqa.reading.judged import best, judge_decides, judge_reply
 from raqa.reading.prompts import (
@@ -129,13 +130,15 @@ def read_window(
     settings: RunSettings,
     judge: AnswerJudge | None = None,
     readings: tuple[JudgeReading, ...] | None = None,
+    grader: Grader | None = None,
 ) -> Iterator[RunEvent]:
     """Read one window; yields WindowStarted, ReplyDelta*, WindowVerdict.
 
     With a judge, every page of the window is read by it (run() reads all retrieved pages at once and passes
     their readings, with support; alone, the window's pages are read here): its readings go into the verdict,
     settle the window when the reader mode says so (judged.py), and decide the badge of the model's answer
-    (agreement.py). Without one, the badge comes from the lexical grounding check.
+    (agreement.py). With a grader (grader.py) the badge is the reader's own P(yes) that the cited page states its
+    answer. With neither, the badge comes from the lexical grounding check.
     """
     start = time.perf_counter()
     if settings.reader_mode != "model" and judge is None:
@@ -164,11 +167,12 @@ def read_window(
     reply = parse_reply(text)
     check = None
     if reply.kind == "answer":
-        check = (
-            check_agreement(reply, hits, readings, settings, question)
-            if readings is not None
-            else grounding.check(reply, hits, question)
-        )
+        if grader is not None:
+            check = grader.grade(reply, hits, question, settings.page_tokens)
+        elif readings is not None:
+            check = check_agreement(reply, hits, readings, settings, question)
+        else:
+            check = grounding.check(reply, hits, question)
     verdict = _verdict(reply.kind, check)
     seconds = time.perf_counter() - start
     yield WindowVerdict(
@@ -204,7 +208,12 @@ def fit_to_context(question: str, hits: Sequence[Hit], backend: Backend, setting
 
 
 def run(
-    question: str, index: BM25Index, backend: Backend, settings: RunSettings, judge: AnswerJudge | None = None
+    question: str,
+    index: BM25Index,
+    backend: Backend,
+    settings: RunSettings,
+    judge: AnswerJudge | None = None,
+    grader: Grader | None = None,
 ) -> Iterator[RunEvent]:
     """Retrieve, then read with settings.strategy; the stream ends with Final or RunFailed."""
     start = time.perf_counter()
@@ -233,7 +242,7 @@ def run(
     for number, window in enumerate(plan, start=1):
         readings = tuple(ranked[h.page.id] for h in window) if ranked is not None else None
         try:
-            for event in read_window(question, window, number, len(plan), backend, settings, judge, readings):
+            for event in read_window(question, window, number, len(plan), backend, settings, judge, readings, grader):
                 yield event
                 if isinstance(event, WindowVerdict):
                     verdicts.append(event)
@@ -276,16 +285,26 @@ def _final(
 
 
 def run_to_final(
-    question: str, index: BM25Index, backend: Backend, settings: RunSettings, judge: AnswerJudge | None = None
+    question: str,
+    index: BM25Index,
+    backend: Backend,
+    settings: RunSettings,
+    judge: AnswerJudge | None = None,
+    grader: Grader | None = None,
 ) -> Final | RunFailed:
     """The batch form of run(): only the last event."""
-    (last,) = deque(run(question, index, backend, settings, judge), maxlen=1)
+    (last,) = deque(run(question, index, backend, settings, judge, grader), maxlen=1)
     return last
 
 
 def window_verdict(
-    question: str, window: Sequence[Hit], backend: Backend, settings: RunSettings, judge: AnswerJudge | None = None
+    question: str,
+    window: Sequence[Hit],
+    backend: Backend,
+    settings: RunSettings,
+    judge: AnswerJudge | None = None,
+    grader: Grader | None = None,
 ) -> WindowVerdict:
     """One window read on its own (as window 1 of 1): its verdict event."""
-    events = read_window(question, tuple(window), 1, 1, backend, settings, judge)
+    events = read_window(question, tuple(window), 1, 1, backend, settings, judge, grader=grader)
     return next(e for e in events if isinstance(e, WindowVerdict))
