@@ -1,8 +1,6 @@
-"""A real OpenAI-compatible server on loopback: llama.cpp's server (llama-cpp-python[server]) serving the
-default model's GGUF file, driven end to end through the endpoint backend, the engine and the page's generator.
-
-llama-cpp-python compiles from source (a few minutes); CI installs it from requirements-server.txt, and the
-README keeps it out of the demo's install command. Marked slow: it runs the real model.
+"""A real OpenAI-compatible server on loopback: llama.cpp's server (embedded in xllamacpp's prebuilt wheel) serving
+the small model's GGUF file, driven end to end through the endpoint backend, the engine and the page's generator.
+Marked slow: it runs the real model.
 """
 
 from __future__ import annotations
@@ -27,9 +25,9 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def llama_server():
-    if importlib.util.find_spec("llama_cpp") is None:
+    if importlib.util.find_spec("xllamacpp") is None:
         pytest.fail(
-            "llama.cpp's server is not installed: pip install -r requirements-server.txt (builds from source; see its comment)"
+            "llama.cpp's server is not installed: pip install -r requirements.txt (xllamacpp)"
         )
     with llama_cpp_server(embedded_model_path()) as url:
         yield url

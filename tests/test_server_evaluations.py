@@ -1,5 +1,5 @@
-"""Every experiment and evaluation read through a real OpenAI-compatible server: llama.cpp's (llama-cpp-python[server],
-installed by CI from requirements-server.txt) serving the default model's GGUF on loopback, two calls in flight, on the
+"""Every experiment and evaluation read through a real OpenAI-compatible server: llama.cpp's (embedded in
+xllamacpp's prebuilt wheel) serving the small model's GGUF on loopback, two calls in flight, on the
 tiny corpus with small limits. negative_windows is driven in test_endpoint_server.py; attribution is refused through a
 server (it needs the local model's log-probabilities, test_experiments_server.py); recall reads no model.
 
@@ -44,8 +44,8 @@ ZZYZX = QAItem("zzyzx", "Who founded the desert town of Zzyzx in California?", (
 
 @pytest.fixture(scope="module")
 def server() -> EndpointBackend:
-    if importlib.util.find_spec("llama_cpp") is None:
-        pytest.fail("llama.cpp's server is not installed: pip install -r requirements-server.txt (see its comment)")
+    if importlib.util.find_spec("xllamacpp") is None:
+        pytest.fail("llama.cpp's server is not installed: pip install -r requirements.txt (xllamacpp)")
     with llama_cpp_server(embedded_model_path()) as url:
         yield EndpointBackend(EndpointConfig(NAME, url, "smollm2", context_tokens=4096, concurrency=2))
 
