@@ -3,7 +3,6 @@ prompt ids, prefill and decode timed apart, each path checked against fp32's tok
 
 from __future__ import annotations
 
-import importlib.util
 import math
 
 import pytest
@@ -53,7 +52,6 @@ def test_the_rows_give_the_packed_reply_ratio_and_the_in_process_ratio_against_t
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None, reason="llama-cpp-python is a test dependency")
 def test_llama_cpp_in_process_reads_the_embedded_gguf_and_agrees_with_fp32_on_a_plain_prompt() -> None:
     from raqa.models.local import TransformersBackend, embedded_model_path
 

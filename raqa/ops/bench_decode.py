@@ -1,14 +1,15 @@
 """The bench's decode comparison, in one process: raqa's lean forward with fp32 weights, the same with packed weights
-for decode (models/weights.py), and llama.cpp called in-process (llama-cpp-python's `Llama`) on the same GGUF file.
+for decode (models/weights.py), and llama.cpp called in-process (xllamacpp, the page's 1.5B engine) on the same GGUF
+file.
 
 All three get the same prompt token ids (a real window prompt at the page's defaults), the same thread count and the
 same number of greedy tokens, with prefill and decode timed apart; they alternate repeat by repeat, so a busy moment
 slows all three, and the median repeat is reported. Each path is compared with fp32: how many leading greedy tokens
 agree, and, fed fp32's own tokens (teacher-forced), at how many steps its most likely next token is fp32's.
 
-llama.cpp is a test dependency compiled from source (requirements-test.txt), never the demo's; where it is not
-installed its row says so. Its logits are read straight from the context (llama-cpp-python keeps none in `scores`
-unless every position's logits are asked for, which would slow its prefill).
+Where llama.cpp is not installed its row says so. Its prefill and decode times are llama.cpp's own (the prompt and
+predicted milliseconds it reports for one whole greedy run), and its teacher-forced next tokens come one request a
+step with its prompt cache on.
 
 subtle: llama.cpp runs in a child process of its own (`python -m raqa.ops.decode_steps GGUF THREADS CONTEXT`,
 fed one whole greedy run at a time), still called in-process through its library: its ggml links the system's
@@ -87,8 +88,8 @@ def compare_decode(
     error = None
     if gguf is None:
         error = "not asked for, or no GGUF file for this model"
-    elif importlib.util.find_spec("llama_cpp") is None:
-        error = "llama-cpp-python is not installed (pip install -r requirements-test.txt builds it)"
+    elif importlib.util.find_spec("xllamacpp") is None:
+        error = "llama.cpp is not installed (pip install -r requirements.txt brings xllamacpp)"
     else:
         engines["llama_cpp_in_process"] = ChildEngine(gguf, threads, len(prompt) + tokens + 8)
     try:

@@ -3,6 +3,7 @@ comparison (bench_decode.py), run as `python -m raqa.ops.decode_steps GGUF THREA
 
 This module imports neither torch nor numpy at the top: llama.cpp's child process must not load torch's OpenMP
 runtime beside the one llama.cpp's ggml links (see bench_decode.py). Logits are anything with an `argmax()`.
+llama.cpp is xllamacpp's prebuilt wheel, the engine of the page's 1.5B reader: nothing compiles.
 """
 
 from __future__ import annotations
@@ -11,8 +12,6 @@ import json
 import sys
 import time
 from collections.abc import Callable, Sequence
-
-import numpy as np
 
 Step = Callable[[list[int]], object]  # feed tokens, get the logits after the last (a tensor or an array)
 
@@ -40,34 +39,53 @@ def same_next_token(start: Callable[[], Step], prompt: Sequence[int], reference:
     return same / max(len(reference), 1)
 
 
-def llama_cpp_steps(gguf: str, threads: int, context: int) -> Callable[[], Step]:
-    """Steps through llama.cpp in-process; raises ImportError when llama-cpp-python is not installed."""
-    import llama_cpp
+class LlamaCppGreedy:
+    """llama.cpp in-process (xllamacpp's embedded server, called without HTTP) on one GGUF: whole greedy runs timed by
+    llama.cpp itself (its prompt and predicted milliseconds), and teacher-forced next tokens, one request a step with
+    the prompt cache on (each step computes only its new token)."""
 
-    llm = llama_cpp.Llama(model_path=gguf, n_threads=threads, n_threads_batch=threads, n_ctx=context, verbose=False)
+    def __init__(self, gguf: str, threads: int, context: int):
+        import xllamacpp  # the child's only engine: torch is never imported here
 
-    def start() -> Step:
-        llm.reset()
+        params = xllamacpp.CommonParams()
+        params.model.path = gguf
+        params.n_ctx = context
+        params.n_parallel = 1
+        params.cpuparams.n_threads = threads
+        params.cpuparams_batch.n_threads = threads
+        params.verbosity = -1
+        self.server = xllamacpp.Server(params)
 
-        def step(ids: list[int]):
-            llm.eval(ids)
-            logits = llama_cpp.llama_get_logits_ith(llm.ctx, -1)
-            return np.ctypeslib.as_array(logits, shape=(llm.n_vocab(),)).copy()
+    def _complete(self, prompt: Sequence[int], n: int, cache: bool) -> dict:
+        request = {"prompt": list(prompt), "n_predict": n, "temperature": 0, "logprobs": 1, "ignore_eos": True}
+        result = self.server.handle_completions({**request, "cache_prompt": cache})
+        if not isinstance(result, dict) or "choices" not in result:
+            raise RuntimeError(f"llama.cpp returned no completion: {str(result)[:200]}")
+        return result
 
-        return step
+    def greedy(self, prompt: Sequence[int], n: int) -> tuple[float, float, list[int]]:
+        result = self._complete(prompt, n, cache=False)  # every repeat computes its whole prompt, as the others do
+        tokens = [int(t["id"]) for t in result["choices"][0]["logprobs"]["content"]]
+        timings = result["timings"]
+        return timings["prompt_ms"] / 1000, timings["predicted_ms"] / 1000, tokens
 
-    return start
+    def same_next_token(self, prompt: Sequence[int], reference: Sequence[int]) -> float:
+        same = 0
+        for i, token in enumerate(reference):
+            result = self._complete([*prompt, *reference[:i]], 1, cache=True)
+            same += int(result["choices"][0]["logprobs"]["content"][0]["id"]) == token
+        return same / max(len(reference), 1)
 
 
 def serve_llama_cpp(gguf: str, threads: int, context: int) -> None:
-    """The child's side: load the GGUF through llama.cpp, then answer one JSON request a line until stdin ends."""
-    start = llama_cpp_steps(gguf, threads, context)
+    """The child's side: load the GGUF into llama.cpp, then answer one JSON request a line until stdin ends."""
+    engine = LlamaCppGreedy(gguf, threads, context)
     for line in sys.stdin:
         request = json.loads(line)
         if request["op"] == "greedy":
-            reply = greedy(start, request["prompt"], request["n"])
+            reply = engine.greedy(request["prompt"], request["n"])
         else:
-            reply = same_next_token(start, request["prompt"], request["reference"])
+            reply = engine.same_next_token(request["prompt"], request["reference"])
         print(json.dumps(reply), flush=True)
 
 

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 LARGE_ABOVE_BYTES = 10 * 1000 * 1000  # the Hub rejects plain git files over 10 MB
 SAMPLE_BYTES = 512  # what huggingface_hub sends the Hub of each file to decide (lfs.UploadInfo.sample)
 # what a Space does not need: the tests and their tools run in CI on the repository, never on the Space
-LEFT_OUT = ("tests/*", ".ci/*", "requirements-dev.txt", "requirements-server.txt", ".gitignore")
+LEFT_OUT = ("tests/*", ".ci/*", "requirements-dev.txt", ".gitignore")
 # a folder anywhere on the path that holds caches or virtual environments
 REFUSED_FOLDERS = {
     "__pycache__": "a Python cache",
