@@ -10,8 +10,8 @@ JSON-lines file written as it goes (a stopped run resumes where it stopped).
     python -m raqa.evaluation.reading_eval --split dev --per-kind 12 --readers qwen-1.5b --calibrate
     python -m raqa.evaluation.reading_eval --split test --per-kind 15 --readers qwen-1.5b,base+judge
 
-"Right" is answer containment (a normalised gold answer occurs in the normalised answer: "Sir Alexander Fleming"
-for "Alexander Fleming"); exact match is reported too. With --calibrate (dev only) the grader's Answered threshold is
+"Right" is answer containment either way (a normalised gold answer occurs in the normalised answer, "Sir Alexander
+Fleming" for "Alexander Fleming", or the answer in a gold one, "1917" for "in 1917"); exact match is reported too. With --calibrate (dev only) the grader's Answered threshold is
 the lowest P(yes) at which dev answers are right at least 90% of the time (with at least MIN_GREEN of them), or none,
 written to assets/grader/grader.json with the command and data that chose it. Test questions only measure.
 
@@ -61,6 +61,18 @@ def draw(service, dataset: str, split: str, per_kind: int, seed: int) -> list[tu
     return drawn["readable"] + drawn["no_answer"]
 
 
+def is_right(answer: str | None, golds: Sequence[str]) -> bool:
+    """A normalised gold answer occurs in the answer, or the answer in a gold one ("1917" for "in 1917").
+
+    Example:
+        >>> is_right("Sir Alexander Fleming", ["Alexander Fleming"]), is_right("1917", ["in 1917"])
+        (True, True)
+        >>> is_right("English", ["England and Ireland"]), is_right(None, ["x"])
+        (False, False)
+    """
+    return bool(answer) and (answer_contained(answer, golds) or any(answer_contained(g, [answer]) for g in golds))
+
+
 def run_row(service, item: QAItem, kind: str, dataset: str, reader: str) -> dict:
     """One question asked of one reader with the page's defaults: what the viewer ends with, and each window."""
     start, first_verdict, windows, asked = time.perf_counter(), None, [], 0
@@ -76,7 +88,7 @@ def run_row(service, item: QAItem, kind: str, dataset: str, reader: str) -> dict
                     "verdict": event.verdict,
                     "answer": event.reply.answer,
                     "support": support,
-                    "right": answer_contained(event.reply.answer, item.answers),
+                    "right": is_right(event.reply.answer, item.answers),
                     "positive": any(is_positive(h.page.text, item.answers) for h in event.hits),
                 }
             )
@@ -89,11 +101,11 @@ def run_row(service, item: QAItem, kind: str, dataset: str, reader: str) -> dict
         "kind": kind,
         "reader": reader,
         "question": item.question,
-        "answers": list(item.answers[:5]),
+        "answers": list(item.answers),
         "answer": answer,
         "verdict": final.verdict if isinstance(final, Final) else "failed",
         "support": next((w["support"] for w in reversed(windows) if w["answer"] == answer), None) if answer else None,
-        "right": answer_contained(answer, item.answers),
+        "right": is_right(answer, item.answers),
         "exact": exact_match(answer, item.answers),
         "windows": windows,
         "model_asked": asked,
@@ -187,7 +199,12 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
             flush=True,
         )
-    mine = [rows.get((w[0], w[1].id, w[3])) for w in work]
+    # rows are scored again as this code scores them (a row written by an earlier version keeps its golds)
+    mine = [
+        {**row, "right": is_right(row["answer"], row["answers"])}
+        for w in work
+        if (row := rows.get((w[0], w[1].id, w[3])))
+    ]
     command = command_line(
         "raqa.evaluation.reading_eval",
         datasets=args.datasets,

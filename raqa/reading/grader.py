@@ -116,6 +116,15 @@ def yes_probability(probabilities: dict[str, float] | None) -> float:
     return yes / (yes + no) if yes + no > 0 and math.isfinite(yes + no) else 0.5
 
 
+def grader_calibration(path: Path = GRADER_FILE) -> dict | None:
+    """The calibration record (thresholds, the command and data that chose them, dev figures), or None."""
+    try:
+        record = json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) else None
+
+
 def load_thresholds(path: Path = GRADER_FILE) -> tuple[float, float | None]:
     """(weak, answered) from the grader's calibration file; (0.5, None) when there is none. ValueError on a file
     that is not a JSON object with numbers from 0 to 1 (answered may be null)."""

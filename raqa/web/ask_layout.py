@@ -17,8 +17,9 @@ from pathlib import Path
 import gradio as gr
 
 from raqa.config import RunForm, RunSettings, run_ranges
+from raqa.reading.grader import grader_calibration
 from raqa.reading.judge import JUDGE_DIR
-from raqa.reading.readers import BASE_READER
+from raqa.reading.readers import BASE_READER, GRADED_READER
 from raqa.reading.support import shipped as shipped_support
 from raqa.service import Service
 from raqa.web.ask_tab import STRATEGY_LABELS, ask, page_form, page_lookup, recording_for, replay, usable_recordings
@@ -31,7 +32,7 @@ from raqa.web.flags import flag_row
 from raqa.web.lessons import Step, load_lessons
 from raqa.web.links import LINK_JS, form_from_link
 from raqa.web.page_runs import NewestRun
-from raqa.web.page_text import badge_legend
+from raqa.web.page_text import badge_legend, grader_legend
 from raqa.web.recordings import RECORDINGS_DIR
 from raqa.web.render import MARK_AFTER_STOP_JS, MARK_STOPPED_JS, RunView, esc, failed_html
 from raqa.web.visitors import VisitorGate, limit_runs
@@ -298,7 +299,8 @@ def _settings(service: Service, choices: list[tuple[str, str]], defaults: RunSet
         choices,
         value=choices[0][1],
         label="Reader (the model that reads the windows)",
-        info="The abstention-tuned reader is the same model with a LoRA adapter trained to say NOT FOUND on windows "
+        info="The default reads with Qwen2.5-Coder-1.5B in llama.cpp and grades each answer against its page; the others "
+        "use SmolLM2-135M, the small model. The abstention-tuned reader is the small model with a LoRA adapter trained to say NOT FOUND on windows "
         "without the answer. With the answer judge, the model is asked only where the judge finds an answer on a "
         "page, and its answer stands only when the judge agrees; the judge alone is an extractive baseline.",
         visible=len(choices) > 1,
@@ -311,7 +313,12 @@ def _results(service: Service) -> list:
     """The run's answers, windows, figures, pages, downloads and (when the operator keeps them) flag buttons."""
     answers = gr.HTML(elem_id="raqa-answers")
     has_judge = service.judge.available
-    gr.HTML(badge_legend(has_judge, shipped_support(JUDGE_DIR) if has_judge else None), elem_id="raqa-legend")
+    legend = badge_legend(has_judge, shipped_support(JUDGE_DIR) if has_judge else None)
+    if GRADED_READER.name in service.readers:
+        legend = grader_legend(grader_calibration()) + legend.replace(
+            "<b>Badges</b>", "<b>Badges of the other readers</b>"
+        )
+    gr.HTML(legend, elem_id="raqa-legend")
     windows = gr.HTML(RunView().windows_html(), elem_id="raqa-windows")
     with gr.Row():
         scores = gr.Plot(

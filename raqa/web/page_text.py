@@ -21,6 +21,29 @@ def _rate(estimate: dict) -> str:
     return f"{estimate['value']:.0%} (95% interval {estimate['low']:.0%}–{estimate['high']:.0%}, n = {estimate['n']})"
 
 
+def grader_legend(calibration: dict | None) -> str:
+    """What each badge means for the graded reader: the grader's P(yes) against the thresholds chosen on dev
+    (assets/grader/grader.json) and how often such answers were right there."""
+    calibration = calibration or {}
+    dev, answered = calibration.get("dev", {}), calibration.get("answered")
+    weak = float(calibration.get("weak", 0.5))
+    green = (
+        f"asked in a fresh chat whether the cited page states the answer, the model says yes with P(yes) of at least "
+        f"{answered:.2f}; on dev questions such answers were right {_rate(dev.get('green_precision', {}))}"
+        if answered is not None
+        else "never shown yet: on dev questions no level of the grader's P(yes) made answers right 90% of the time"
+    )
+    return (
+        '<div class="raqa-legend"><b>Badges of the 1.5B reader</b>: '
+        f'<span class="raqa-badge raqa-answered">Answered</span> {esc(green)}; '
+        f'<span class="raqa-badge raqa-weak">Weak support</span> the grader says yes (P(yes) from {weak:.2f}) but not '
+        f"surely: on dev questions such answers were right {esc(_rate(dev.get('weak_precision', {})))}; "
+        '<span class="raqa-badge raqa-unsupported">Unsupported</span> the cited page does not mention the answer '
+        "(it came from the model's memory), or the grader says the page does not state it; the run reads on. "
+        "Answered says the page supports the answer, not that the answer is true.</div>"
+    )
+
+
 def badge_legend(with_judge: bool, support: SupportModel | None = None) -> str:
     """What each badge means, as the page applies it: the judge's agreement with the support model's two
     thresholds and their measured precision, the judge's agreement alone, or the lexical check."""
