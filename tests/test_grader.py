@@ -13,7 +13,7 @@ from raqa.models.base import ModelError
 from raqa.models.scripted import ScriptedBackend
 from raqa.reading.engine import run
 from raqa.reading.events import Final, WindowVerdict
-from raqa.reading.grader import Grader, grading_messages, load_thresholds, yes_probability
+from raqa.reading.grader import WEAK, Grader, grading_messages, load_thresholds, yes_probability
 from raqa.reading.prompts import parse_reply
 from raqa.retrieval.index import Hit
 
@@ -130,7 +130,7 @@ def test_yes_probability_reads_either_spelling_and_defaults_to_unsure() -> None:
 
 
 def test_thresholds_are_read_from_the_calibration_file_and_a_bad_one_is_refused(tmp_path) -> None:
-    assert load_thresholds(tmp_path / "none.json") == (0.5, None)
+    assert load_thresholds(tmp_path / "none.json") == (WEAK, None)
     good = tmp_path / "grader.json"
     good.write_text(json.dumps({"weak": 0.5, "answered": 0.92, "command": "x"}))
     assert load_thresholds(good) == (0.5, 0.92)

@@ -231,5 +231,5 @@ def test_the_command_line_says_weak_support_and_the_support(tiny_index, scripted
     for event in run_with(SupportJudge(0.6), tiny_index, scripted):
         print_human(event)
     out, err = capsys.readouterr()
-    assert "Leonardo da Vinci (weak support: the judge is unsure)" in out
+    assert "Leonardo da Vinci (weak support: the grader or judge is unsure)" in out
     assert "=> weak" in err and "support 0.600" in err

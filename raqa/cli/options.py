@@ -19,7 +19,9 @@ ADAPT_DATASETS = ("nq", "triviaqa")
 def add_model_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--corpus", help="JSONL or KILT corpus file (default: embedded Wikipedia; env RAQA_CORPUS)")
     parser.add_argument(
-        "--model", help="HF model id, local folder or .gguf file (default: embedded SmolLM2; env RAQA_MODEL)"
+        "--model",
+        help="HF model id, local folder or .gguf file for the small model's place (default: embedded SmolLM2; "
+        "env RAQA_MODEL); with one given, the 1.5B reader is not offered",
     )
     parser.add_argument("--adapter", help="peft adapter folder (env RAQA_ADAPTER)")
     parser.add_argument("--cache", help="cache folder for the index and model (env RAQA_CACHE)")
@@ -45,8 +47,9 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
 def add_reader_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--reader",
-        help="base, a trained reader's folder name under assets/readers, or endpoint:NAME from RAQA_ENDPOINTS "
-        "(default: env RAQA_READER, else base)",
+        help="qwen-1.5b (the 1.5B in llama.cpp, graded), base (the small model), base+judge, judge, a trained "
+        "reader's folder name under assets/readers, or endpoint:NAME from RAQA_ENDPOINTS (default: env RAQA_READER, "
+        "else qwen-1.5b when installed)",
     )
 
 

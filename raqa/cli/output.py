@@ -67,7 +67,7 @@ def print_human(event) -> None:
     elif isinstance(event, Final):
         shown = event.answer if event.answer is not None else "answer not found"
         flag = " (unsupported by its page)" if event.supported is False else ""
-        flag = " (weak support: the judge is unsure)" if event.verdict == "weak" else flag
+        flag = " (weak support: the grader or judge is unsure)" if event.verdict == "weak" else flag
         print(f"\n{shown}{flag}")
         print(
             f"windows {event.windows_read}, pages {event.pages_read}, prompt tokens {event.prompt_tokens} "

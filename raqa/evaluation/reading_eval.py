@@ -35,7 +35,7 @@ from raqa.evaluation.questions import QAItem, load_questions
 from raqa.evaluation.records import RESULTS_DIR, command_line, provenance, write_json
 from raqa.evaluation.rows_file import RowsFile
 from raqa.reading.events import Final, RunFailed, WindowStarted, WindowVerdict
-from raqa.reading.grader import GRADER_FILE
+from raqa.reading.grader import GRADER_FILE, WEAK
 from raqa.stats import proportion
 
 RESULT_FILE = RESULTS_DIR / "reading-nq+triviaqa.json"
@@ -156,9 +156,11 @@ def summarise(rows: Sequence[dict]) -> dict:
 
 
 def green_threshold(rows: Sequence[dict]) -> float | None:
-    """The lowest P(yes) whose answers at or above it are right at least PRECISION of the time, counting only cuts
-    that keep MIN_GREEN answers or more; None when no cut does."""
-    answered = sorted((r["support"], r["right"]) for r in rows if r["answer"] is not None and r["support"] is not None)
+    """The lowest P(yes) from WEAK up whose answers at or above it are right at least PRECISION of the time, counting
+    only cuts that keep MIN_GREEN answers or more; None when no cut does."""
+    answered = sorted(
+        (r["support"], r["right"]) for r in rows if r["answer"] is not None and (r["support"] or 0) >= WEAK
+    )
     for i, (cut, _) in enumerate(answered):
         kept = [right for _, right in answered[i:]]
         if len(kept) >= MIN_GREEN and sum(kept) / len(kept) >= PRECISION:
@@ -239,9 +241,11 @@ def main(argv: list[str] | None = None) -> int:
         threshold = green_threshold(graded)
         answered = [r for r in graded if r["answer"] is not None and r["support"] is not None]
         green = [r["right"] for r in answered if threshold is not None and r["support"] >= threshold]
-        amber = [r["right"] for r in answered if threshold is None or r["support"] < threshold]
+        amber = [
+            r["right"] for r in answered if WEAK <= r["support"] and (threshold is None or r["support"] < threshold)
+        ]
         dev = {"green_precision": _share(green), "weak_precision": _share(amber), **results[readers[0]]["all"]}
-        record = {"weak": 0.5, "answered": threshold, "precision_target": PRECISION, "min_answers": MIN_GREEN}
+        record = {"weak": WEAK, "answered": threshold, "precision_target": PRECISION, "min_answers": MIN_GREEN}
         write_json(GRADER_FILE, {**record, "reader": readers[0], **about, "dev": dev})
         print(f"Answered threshold: {threshold}", file=sys.stderr)
     else:

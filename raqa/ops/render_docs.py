@@ -19,7 +19,7 @@ import sys
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
-from raqa.ops import docs_tables, docs_tables_judge, docs_tables_ops
+from raqa.ops import docs_tables, docs_tables_judge, docs_tables_ops, docs_tables_reader
 from raqa.ops.docs_tables import ROOT
 
 DOCS = ROOT / "docs"
@@ -27,6 +27,8 @@ TABLES: dict[str, Callable[[], str]] = {  # a docs page's table name -> the func
     "reading/negative-windows": docs_tables.negative_windows,
     "reading/readers": docs_tables.readers,
     "reading/attribution": docs_tables.attribution,
+    "reading/graded-reader": docs_tables_reader.reading,
+    "reading/grader": docs_tables_reader.grader,
     "judge/support": docs_tables_judge.support,
     "judge/badges": docs_tables_judge.badges,
     "judge/judges": docs_tables_judge.judges,
