@@ -44,8 +44,12 @@ PRECISION = 0.9  # the Answered badge's target precision on dev
 MIN_GREEN = 8  # dev answers a green threshold must rest on
 
 
-def draw(service, dataset: str, split: str, per_kind: int, seed: int) -> list[tuple[QAItem, str]]:
-    """The first per_kind readable and per_kind no-answer questions of a seeded shuffle, with their kind."""
+def draw(
+    service, dataset: str, split: str, per_kind: int, seed: int, no_answer: int | None = None
+) -> list[tuple[QAItem, str]]:
+    """The first per_kind readable and per_kind (or no_answer) no-answer questions of a seeded shuffle, with their
+    kind."""
+    wanted = {"readable": per_kind, "no_answer": per_kind if no_answer is None else no_answer}
     items = load_questions(dataset, split)
     order = list(range(len(items)))
     random.Random(seed).shuffle(order)
@@ -54,9 +58,9 @@ def draw(service, dataset: str, split: str, per_kind: int, seed: int) -> list[tu
         item = items[i]
         hits = service.index.search(item.question, TOP_K)
         kind = "readable" if any(is_positive(h.page.text, item.answers) for h in hits) else "no_answer"
-        if len(drawn[kind]) < per_kind:
+        if len(drawn[kind]) < wanted[kind]:
             drawn[kind].append((item, kind))
-        if all(len(v) >= per_kind for v in drawn.values()):
+        if all(len(drawn[k]) >= n for k, n in wanted.items()):
             break
     return drawn["readable"] + drawn["no_answer"]
 
@@ -173,6 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--datasets", default="nq,triviaqa")
     parser.add_argument("--split", default="test", choices=("dev", "test"))
     parser.add_argument("--per-kind", type=int, default=15, help="readable and no-answer questions a set")
+    parser.add_argument("--no-answer", type=int, help="no-answer questions a set (default: --per-kind)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--readers", default="qwen-1.5b,base+judge", help="reader names, the first the 'after'")
     parser.add_argument("--width", type=int, default=2, help="questions read at once (llama.cpp's slots)")
@@ -189,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = RowsFile(rows_path, None, lambda r: (r["dataset"], r["id"], r["reader"]))
     work = []
     for dataset in args.datasets.split(","):
-        for item, kind in draw(service, dataset, args.split, args.per_kind, args.seed):
+        for item, kind in draw(service, dataset, args.split, args.per_kind, args.seed, args.no_answer):
             work += [(dataset, item, kind, reader) for reader in readers]
     todo = [w for w in work if rows.get((w[0], w[1].id, w[3])) is None]
     print(f"{len(work)} runs, {len(todo)} to do", file=sys.stderr)
@@ -212,6 +217,7 @@ def main(argv: list[str] | None = None) -> int:
         datasets=args.datasets,
         split=args.split,
         per_kind=args.per_kind,
+        no_answer=args.no_answer,
         seed=args.seed,
         readers=args.readers,
         calibrate=args.calibrate,
@@ -219,7 +225,8 @@ def main(argv: list[str] | None = None) -> int:
     about = {
         "command": command,
         "data": f"NQ-open and TriviaQA {args.split} (pyserini 0.17.0's Anserini jar), seed {args.seed}, "
-        f"{args.per_kind} readable and {args.per_kind} no-answer questions a set; BM25 top {TOP_K} over the "
+        f"{args.per_kind} readable and {args.per_kind if args.no_answer is None else args.no_answer} no-answer "
+        f"questions a set; BM25 top {TOP_K} over the "
         "embedded Wikipedia lead sections; page defaults for every reader",
         "rows": str(rows_path.relative_to(RESULTS_DIR.parent.parent))
         if rows_path.is_relative_to(RESULTS_DIR.parent.parent)
