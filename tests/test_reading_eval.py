@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from raqa.evaluation.reading_eval import MIN_GREEN, green_threshold, run_row, summarise
+from raqa.evaluation.reading_eval import MIN_GREEN, choose_weak, green_threshold, replay_cut, run_row, summarise
 
 
 def _row(kind="readable", answer="x", verdict="weak", right=False, support=0.6, seconds=10.0, windows=1, asked=1):
@@ -46,7 +46,7 @@ def test_the_green_threshold_is_the_lowest_cut_right_nine_times_in_ten_on_enough
     kept = [r for r in rows if r["support"] >= cut]
     assert sum(r["right"] for r in kept) / len(kept) >= 0.9 and len(kept) >= MIN_GREEN
     assert cut == pytest.approx(0.62)  # from 0.61 on, 17 of 19 are right (89.5%); from 0.62 on, 17 of 18
-    assert green_threshold([_row(support=0.55, right=True) for _ in range(20)]) is None  # below Weak support
+    assert green_threshold([_row(support=0.55, right=True) for _ in range(20)], weak=0.6) is None  # below Weak
     assert green_threshold(rows[: MIN_GREEN - 1]) is None  # too few answers to rest a green badge on
     assert green_threshold([_row(right=False, support=0.9) for _ in range(20)]) is None
 
@@ -70,3 +70,19 @@ def test_a_row_records_what_the_viewer_ends_with(tiny_index, scripted) -> None:
     # the first window declined; the second answered citing a page outside it: red, but the run ends on it
     assert [w["verdict"] for w in row["windows"]] == ["not_found", "unsupported"] and row["model_asked"] == 2
     assert row["verdict"] == "unsupported" and row["seconds"] > 0 and row["first_verdict_s"] is not None
+
+
+def _window(support, answer="x"):
+    return {"verdict": "unsupported", "answer": answer, "support": support, "right": False, "positive": False}
+
+
+def test_runs_replay_at_a_lower_cut_and_the_weak_cut_trades_right_answers_against_invented_ones() -> None:
+    readable = {**_row(answer=None, verdict="not_found"), "answers": ["Paris"]}
+    readable["windows"] = [_window(0.52, "Lyon"), _window(0.57, "Paris"), _window(None, "Rome")]
+    assert [r["answer"] for r in replay_cut([readable], 0.5)] == ["Lyon"]
+    assert [r["answer"] for r in replay_cut([readable], 0.55)] == ["Paris"] and replay_cut([readable], 0.55)[0]["right"]
+    assert replay_cut([readable], 0.6)[0]["answer"] is None
+    assert choose_weak([readable]) == 0.55  # the one cut that ends it right
+    invented = {**_row(kind="no_answer", answer=None, verdict="not_found"), "answers": ["x"]}
+    invented["windows"] = [_window(0.58, "Made up")]
+    assert choose_weak([readable, invented]) == 0.6  # 0.55 would end the no-answer question with an answer

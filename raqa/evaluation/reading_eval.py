@@ -13,7 +13,9 @@ JSON-lines file written as it goes (a stopped run resumes where it stopped).
 "Right" is answer containment either way (a normalised gold answer occurs in the normalised answer, "Sir Alexander
 Fleming" for "Alexander Fleming", or the answer in a gold one, "1917" for "in 1917"); exact match is reported too. With --calibrate (dev only) the grader's Answered threshold is
 the lowest P(yes) at which dev answers are right at least 90% of the time (with at least MIN_GREEN of them), or none,
-written to assets/grader/grader.json with the command and data that chose it. Test questions only measure.
+and the Weak support cut is the one of WEAK_CANDIDATES under which most readable dev questions end right with at most
+10% of no-answer ones ending with an answer (the dev runs replayed at each cut); both are written to
+assets/grader/grader.json with the command and data that chose them. Test questions only measure.
 
 Left out: drawing the figures (web/) and the judge's own measurements (badges.py).
 """
@@ -159,11 +161,41 @@ def summarise(rows: Sequence[dict]) -> dict:
     }
 
 
-def green_threshold(rows: Sequence[dict]) -> float | None:
-    """The lowest P(yes) from WEAK up whose answers at or above it are right at least PRECISION of the time, counting
+WEAK_CANDIDATES = (0.5, 0.55, 0.6)  # dev rows read at a cut up to 0.6 replay exactly for these
+MAX_NO_ANSWER = 0.1  # of no-answer questions ending with an answer
+
+
+def replay_cut(rows: Sequence[dict], weak: float) -> list[dict]:
+    """The rows as runs with Weak support from `weak` would have ended: at the first window whose support reaches it.
+    Exact for a cut at or below the one the rows were read with (a run read on past every window below it)."""
+    ended = []
+    for r in rows:
+        stop = next((w for w in r["windows"] if w["support"] is not None and w["support"] >= weak), None)
+        answer = stop["answer"] if stop else None
+        support = stop["support"] if stop else None
+        ended.append({**r, "answer": answer, "support": support, "right": is_right(answer, r["answers"])})
+    return ended
+
+
+def choose_weak(rows: Sequence[dict]) -> float:
+    """The Weak support cut of WEAK_CANDIDATES under which most readable dev questions end right while at most
+    MAX_NO_ANSWER of the no-answer ones end with an answer (ties: the higher cut)."""
+
+    def score(cut: float) -> tuple[int, float]:
+        ended = replay_cut(rows, cut)
+        no_answer = [r for r in ended if r["kind"] == "no_answer"]
+        answered = sum(r["answer"] is not None for r in no_answer) / max(len(no_answer), 1)
+        right = sum(r["right"] for r in ended if r["kind"] == "readable")
+        return (right if answered <= MAX_NO_ANSWER else -1, cut)
+
+    return max(WEAK_CANDIDATES, key=score)
+
+
+def green_threshold(rows: Sequence[dict], weak: float = WEAK) -> float | None:
+    """The lowest P(yes) from weak up whose answers at or above it are right at least PRECISION of the time, counting
     only cuts that keep MIN_GREEN answers or more; None when no cut does."""
     answered = sorted(
-        (r["support"], r["right"]) for r in rows if r["answer"] is not None and (r["support"] or 0) >= WEAK
+        (r["support"], r["right"]) for r in rows if r["answer"] is not None and (r["support"] or 0) >= weak
     )
     for i, (cut, _) in enumerate(answered):
         kept = [right for _, right in answered[i:]]
@@ -244,15 +276,19 @@ def main(argv: list[str] | None = None) -> int:
         for reader in readers
     }
     if args.calibrate:
-        graded = [r for r in mine if r["reader"] == readers[0]]
-        threshold = green_threshold(graded)
+        weak = choose_weak([r for r in mine if r["reader"] == readers[0]])
+        graded = replay_cut([r for r in mine if r["reader"] == readers[0]], weak)
+        threshold = green_threshold(graded, weak)
         answered = [r for r in graded if r["answer"] is not None and r["support"] is not None]
         green = [r["right"] for r in answered if threshold is not None and r["support"] >= threshold]
         amber = [
-            r["right"] for r in answered if WEAK <= r["support"] and (threshold is None or r["support"] < threshold)
+            r["right"] for r in answered if weak <= r["support"] and (threshold is None or r["support"] < threshold)
         ]
-        dev = {"green_precision": _share(green), "weak_precision": _share(amber), **results[readers[0]]["all"]}
-        record = {"weak": WEAK, "answered": threshold, "precision_target": PRECISION, "min_answers": MIN_GREEN}
+        cuts = {
+            str(c): summarise(replay_cut([r for r in mine if r["reader"] == readers[0]], c)) for c in WEAK_CANDIDATES
+        }
+        dev = {"green_precision": _share(green), "weak_precision": _share(amber), **summarise(graded), "cuts": cuts}
+        record = {"weak": weak, "answered": threshold, "precision_target": PRECISION, "min_answers": MIN_GREEN}
         write_json(GRADER_FILE, {**record, "reader": readers[0], **about, "dev": dev})
         print(f"Answered threshold: {threshold}", file=sys.stderr)
     else:
