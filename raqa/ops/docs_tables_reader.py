@@ -55,4 +55,12 @@ def grader() -> str:
             f"{record['precision_target']:.0%}, {record['min_answers']} answers",
         ],
     ]
+    for cut, summary in dev.get("cuts", {}).items():
+        readable, no_answer = summary["per_question"]["readable"]["right"], summary["per_question"]["no_answer"]
+        rows.append(
+            [
+                f"dev runs replayed with Weak support from {float(cut):.2f}: readable right / no-answer answered",
+                f"{share(readable)} / {share(no_answer['answered'])}",
+            ]
+        )
     return "\n".join([made_by(GRADER, record), "", *markdown_rows(["grader", "value"], rows)])
