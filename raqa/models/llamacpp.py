@@ -146,7 +146,8 @@ class LlamaCppBackend(Backend):
             finally:
                 chunks.put(_END)
 
-        threading.Thread(target=work, daemon=True, name="llamacpp-reply").start()
+        worker = threading.Thread(target=work, daemon=True, name="llamacpp-reply")
+        worker.start()
         pieces = reply_pieces(_drain(chunks), list(plan or {}), threshold, [False])
         text = ""
         try:
@@ -170,6 +171,9 @@ class LlamaCppBackend(Backend):
                 yield Usage(self.count_prompt_tokens(messages), count)
         finally:
             closed.set()
+            # subtle: the request ends at its next token; a process that exits while it is still inside llama.cpp
+            # aborts ("FATAL: exception not rethrown"), so wait for it (one token, well under a second)
+            worker.join(timeout=10)
 
     def first_token_probabilities(self, messages: Messages, words: list[str]) -> dict[str, float] | None:
         """P(word) over words for the reply's first token (its top alternatives, normalised), or None when none of
