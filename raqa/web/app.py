@@ -29,6 +29,14 @@ from raqa.web.when_to_retrieve_tab import when_to_retrieve_view
 DELETE_CACHE = (3600, 3600)
 
 
+def _models_line(service: Service) -> str:
+    """The default reader's own model when it has one (the 1.5B), then the small model every other reader uses."""
+    first = next(iter(service.readers), None)
+    own = service.backends.get(first).loaded if first in service.backends else None
+    small = service.backend.name if service.backend else "none"
+    return f"{own.name} (default reader); small model {small}" if own is not None else small
+
+
 def build_demo(service: Service, recordings_dir: Path = RECORDINGS_DIR, results_dir: Path | None = None) -> gr.Blocks:
     """The page: the header, the four tabs, the footer and the /run_events API, one queue for the model."""
     limits = service.config.public
@@ -40,7 +48,7 @@ def build_demo(service: Service, recordings_dir: Path = RECORDINGS_DIR, results_
             "window of w pages at a time: it either answers, citing a page and sentence, or says "
             "<i>not found</i> and the window slides on. Read the windows <b>backward</b> (lowest score first) to "
             "watch a model invent answers from pages that do not hold them.</p>"
-            f'<p class="raqa-meta">Model: {esc(service.backend.name)} · corpus: {esc(service.corpus_label)} '
+            f'<p class="raqa-meta">Model: {esc(_models_line(service))} · corpus: {esc(service.corpus_label)} '
             f"({len(service.pages):,} pages)</p></div>"
         )
         with gr.Tab("Ask", id="ask"):

@@ -227,8 +227,8 @@ class RunView:
             )
         elif f.verdict == "weak":
             warning = (
-                '<div class="raqa-warning raqa-unsure">The judge finds the same answer on the page, but with too little '
-                "support to vouch for it: unsure, check it yourself.</div>"
+                '<div class="raqa-warning raqa-unsure">The page seems to support this answer, but the check is not sure '
+                "enough to vouch for it: unsure, check it yourself.</div>"
             )
         return (
             f'<div class="raqa-answer" data-question="{esc(self.question)}" data-verdict="{esc(f.verdict)}">'
