@@ -26,9 +26,7 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def llama_server():
     if importlib.util.find_spec("xllamacpp") is None:
-        pytest.fail(
-            "llama.cpp's server is not installed: pip install -r requirements.txt (xllamacpp)"
-        )
+        pytest.fail("llama.cpp's server is not installed: pip install -r requirements.txt (xllamacpp)")
     with llama_cpp_server(embedded_model_path()) as url:
         yield url
 
