@@ -292,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
         write_json(GRADER_FILE, {**record, "reader": readers[0], **about, "dev": dev})
         print(f"Answered threshold: {threshold}", file=sys.stderr)
     else:
-        write_json(RESULT_FILE, {"experiment": "reading", **about, "results": results, "readers": readers})
+        write_json(RESULT_FILE, {"measurement": "reading", **about, "results": results, "readers": readers})
     print(json.dumps({r: v["all"] for r, v in results.items()}, indent=1))
     return 0
 

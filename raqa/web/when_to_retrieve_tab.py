@@ -19,6 +19,7 @@ from raqa.config import RunForm, SettingsError, clean_question
 from raqa.evaluation.records import load_results
 from raqa.evaluation.when_to_retrieve import MEMORY_QUESTIONS, PAGE_POLICIES, tuned_thresholds
 from raqa.models.base import ModelError
+from raqa.reading.readers import MODEL_JUDGE_READER
 from raqa.service import Service
 from raqa.web.ask_tab import REPLAY_GAP_S, REPLAY_TOTAL_S, page_lookup, recorded_banner, usable_recordings
 from raqa.web.examples import load_examples
@@ -153,9 +154,11 @@ def live_pipeline(
             elem_id="raqa-pipe-threshold",
         )
     choices = [(r.label, name) for name, r in service.readers.items()]
+    # the small model's judge chain when offered: the Adapt-LLM adapters and this tab's recordings are the small model's
+    default = MODEL_JUDGE_READER.name if MODEL_JUDGE_READER.name in service.readers else None
     reader = gr.Radio(
         choices,
-        value=choices[0][1] if choices else None,
+        value=default or (choices[0][1] if choices else None),
         label="Reader of the windows",
         visible=len(choices) > 1,
         elem_id="raqa-pipe-reader",
