@@ -53,6 +53,14 @@ SECTIONS = {
 }
 
 
+def _first_reader(service: Service) -> str | None:
+    """The small model's judge chain when offered (the Adapt-LLM adapters and this tab's recordings are the small
+    model's), else the page's first reader."""
+    if MODEL_JUDGE_READER.name in service.readers:
+        return MODEL_JUDGE_READER.name
+    return next(iter(service.readers), None)
+
+
 def run_pipeline(service: Service, question, policy, threshold, reader=None):
     """Stream the pipeline view for the question; a clear message (and no model call) for bad input."""
     try:
@@ -154,11 +162,9 @@ def live_pipeline(
             elem_id="raqa-pipe-threshold",
         )
     choices = [(r.label, name) for name, r in service.readers.items()]
-    # the small model's judge chain when offered: the Adapt-LLM adapters and this tab's recordings are the small model's
-    default = MODEL_JUDGE_READER.name if MODEL_JUDGE_READER.name in service.readers else None
     reader = gr.Radio(
         choices,
-        value=default or (choices[0][1] if choices else None),
+        value=_first_reader(service),
         label="Reader of the windows",
         visible=len(choices) > 1,
         elem_id="raqa-pipe-reader",
