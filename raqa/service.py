@@ -15,6 +15,7 @@ Left out here: rendering (web/), printing (cli/) and scoring (evaluation/).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -35,6 +36,12 @@ from raqa.retrieval.index import BM25Index
 CONCURRENT_RUNS = 8
 
 Progress = Callable[[str], None]
+
+
+@functools.cache
+def _grader_thresholds() -> tuple[float, float | None]:
+    """The grader's calibrated cuts, read from assets/grader/grader.json once per process, not once per run."""
+    return load_thresholds()
 
 
 @dataclass(frozen=True)
@@ -134,7 +141,7 @@ class Service:
         """The grader of a graded reader (its own model, with the calibrated thresholds); None for the others."""
         if not reader.graded:
             return None
-        weak, answered = load_thresholds()
+        weak, answered = _grader_thresholds()
         return Grader(backend, weak, answered)
 
     def events(self, plan: RunPlan) -> Iterator[RunEvent]:
