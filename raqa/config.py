@@ -23,6 +23,9 @@ PageOrder = Literal["best_first", "best_last"]
 # Who answers a window: the model; the model where the answer judge finds an answer (selective generation);
 # or the judge alone (an extractive reader, the baseline)
 ReaderMode = Literal["model", "model_judge", "judge"]
+# Which pages a run reads: BM25's top K, or BM25's top 50 reordered by the MiniLM encoder (retrieval/dense.py),
+# the default because it ranks a page holding a gold answer first more often (python -m raqa.evaluation.retrieval_eval)
+Retrieval = Literal["hybrid", "bm25"]
 
 # the repository's assets folder: CSS, examples, trained adapters and readers, committed results
 ASSETS_DIR = Path(__file__).resolve().parent.parent / "assets"
@@ -211,12 +214,13 @@ def _port(text: str) -> int:
 @dataclass(frozen=True)
 class RunSettings:
     strategy: Strategy = "iterative"  # iterative windows, or all K pages in one prompt
-    order: Order = "forward"  # forward = highest BM25 score first; backward = lowest first
+    order: Order = "forward"  # forward = the best-ranked page first; backward = the lowest-ranked first
     # w=1 and the best page nearest the question: what the 135M model reads best (experiment reading_defaults:
     # TriviaQA exact match on answer-bearing windows 23% at w=1, 15% / 23% at w=2 best first / last, 17% / 18% at w=3)
     window: int = 1  # pages per window (w)
     page_order: PageOrder = "best_last"  # pages inside a window, as the model reads them (see PageOrder)
     k: int = 15  # pages retrieved (K)
+    retrieval: Retrieval = "hybrid"  # how the K pages are chosen and ranked (see Retrieval)
     grounded_only: bool = False  # an answer whose evidence is not in the page counts as a decline
     rationale: bool = False  # ask for a one-line reason on declined windows (costs tokens)
     page_tokens: int = 320  # each page is cut to this many model tokens in the prompt
@@ -284,6 +288,7 @@ class RunForm:
     grounded_only: object = False
     rationale: object = False
     reader: object = None  # a reader's name; None: the page's default reader
+    retrieval: object = RunSettings.retrieval
 
     def replace(self, **changes: object) -> RunForm:
         return replace(self, **changes)
@@ -304,6 +309,7 @@ def validate_settings(form: RunForm | None = None, limits: PublicLimits | None =
         order=_as_choice("order", form.order, get_args(Order)),
         window=_as_int(f"window size{public}", form.window, *window_range),
         k=_as_int(f"K{public}", form.k, *k_range),
+        retrieval=_as_choice("retrieval", form.retrieval, get_args(Retrieval)),
         grounded_only=_as_bool("grounded_only", form.grounded_only),
         rationale=_as_bool("rationale", form.rationale),
     )

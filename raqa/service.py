@@ -29,6 +29,7 @@ from raqa.reading.grader import Grader, load_thresholds
 from raqa.reading.judge import AnswerJudge
 from raqa.reading.readers import BASE_READER, Reader
 from raqa.retrieval.corpus import Page
+from raqa.retrieval.dense import HybridIndex, shared_encoder
 from raqa.retrieval.index import BM25Index
 
 # Runs the page serves at once when its model shares forward passes between them (models/batcher.py); a model
@@ -73,6 +74,12 @@ class Service:
     adapt: Lazy = field(default_factory=Lazy)
     popularity: dict = field(default_factory=dict)  # normalised question -> popularity.PopItem (RAQA_POPQA)
     judge: Lazy[AnswerJudge] = field(default_factory=Lazy)  # the answer judge (reading/judge.py); none: no badge
+    # BM25 reranked by the MiniLM encoder (retrieval/dense.py), made on first use; settings.retrieval picks it
+    hybrid: Lazy[HybridIndex] = field(default=None)  # type: ignore[assignment]
+
+    def __post_init__(self):
+        if self.hybrid is None:
+            self.hybrid = Lazy(lambda: HybridIndex(self.index, shared_encoder()))
 
     @property
     def concurrent_runs(self) -> int:
@@ -146,7 +153,11 @@ class Service:
 
     def events(self, plan: RunPlan) -> Iterator[RunEvent]:
         """The engine's events for the plan: RunStarted ... Final (or RunFailed)."""
-        return run(plan.question, self.index, plan.backend, plan.settings, plan.judge, plan.grader)
+        return run(plan.question, self.searcher(plan.settings), plan.backend, plan.settings, plan.judge, plan.grader)
+
+    def searcher(self, settings: RunSettings) -> BM25Index | HybridIndex:
+        """What finds a run's pages: BM25 alone, or BM25 reranked by the dense encoder (settings.retrieval)."""
+        return self.hybrid.get() if settings.retrieval == "hybrid" else self.index
 
     def answer_judge(self) -> AnswerJudge | None:
         """The answer judge, loaded on first use; None when this service has none."""

@@ -99,6 +99,7 @@ def test_huge_integer_is_a_settings_error() -> None:
         ("strategy", None, "iterative, topk"),
         ("order", "reverse", "forward, backward"),
         ("order", "", "forward, backward"),
+        ("retrieval", "dense", "hybrid, bm25"),
     ],
 )
 def test_bad_choices_list_the_valid_ones(name: str, value: object, choices: str) -> None:

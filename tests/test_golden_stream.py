@@ -89,7 +89,7 @@ def without_timings(value):
     return value
 
 
-def through_the_page(service, question, strategy, order, size, k, reader) -> tuple[list[dict], RunPlan]:
+def through_the_page(service, question, strategy, order, size, k, reader, retrieval) -> tuple[list[dict], RunPlan]:
     events = []
     original = service.events
 
@@ -100,7 +100,8 @@ def through_the_page(service, question, strategy, order, size, k, reader) -> tup
 
     service.events = capture
     try:
-        form = page_form(PAGE_STRATEGY[strategy], order, size, k, False, False, reader)  # as the page's form sends it
+        # as the page's form sends it
+        form = page_form(PAGE_STRATEGY[strategy], order, size, k, False, False, reader, retrieval)
         outputs = list(page_ask(service, question, form))
     finally:
         service.events = original
@@ -108,9 +109,10 @@ def through_the_page(service, question, strategy, order, size, k, reader) -> tup
     return events, service.plans[-1]
 
 
-def options(strategy, order, size, k, reader) -> list[str]:
+def options(strategy, order, size, k, reader, retrieval) -> list[str]:
     chosen = ["--reader", reader] if reader else []
-    return ["--strategy", strategy, "--order", order, "--window", str(size), "--k", str(k), *chosen]
+    settings = ["--strategy", strategy, "--order", order, "--window", str(size), "--k", str(k)]
+    return [*settings, "--retrieval", retrieval, *chosen]
 
 
 def through_ask(service, capsys, question, *settings) -> tuple[list[dict], RunPlan]:
@@ -137,40 +139,45 @@ def shape(events: list[dict]) -> list[str]:
 RUN = ["run_started", "retrieved"]
 RIVER = "Which river flows through Austria and Hungary?"
 EVEREST = "Who first reached the summit of Everest in 1953?"
-# question, strategy, order, window, k, reader; then the golden run: pages retrieved, (verdict, pages) per
+# question, strategy, order, window, k, reader, retrieval; then the golden run: pages retrieved, (verdict, pages) per
 # window, and the last event's answer, abstained, supported, page_id, windows_read, pages_read
 CASES = [
     (
-        (RIVER, "iterative", "forward", 1, 5, None),
+        (RIVER, "iterative", "forward", 1, 5, None, "bm25"),
         ["p5", "p8", "p7", "p2", "p3"],
         [("answered", ["p5"])],
         ("Danube", False, True, "p5", 1, 1),
     ),
     (
-        (RIVER, "iterative", "backward", 2, 8, "tuned"),
+        (RIVER, "iterative", "backward", 2, 8, "tuned", "bm25"),
         ["p5", "p8", "p7", "p2", "p3", "p1"],
         [("not_found", ["p3", "p1"]), ("not_found", ["p7", "p2"]), ("answered", ["p5", "p8"])],
         ("Danube", False, True, "p5", 3, 6),
     ),
     (
-        ("Who painted the Mona Lisa in the Louvre museum?", "topk", "forward", 3, 5, "base"),
+        ("Who painted the Mona Lisa in the Louvre museum?", "topk", "forward", 3, 5, "base", "bm25"),
         ["p3", "p5", "p2", "p7", "p8"],
         [("answered", ["p3", "p5", "p2", "p7", "p8"])],
         ("Leonardo da Vinci", False, True, "p3", 1, 5),
     ),
     (
-        (EVEREST, "iterative", "forward", 3, 15, "tuned"),
-        ["p2", "p8", "p7", "p4", "p3", "p5", "p1", "p6"],
-        [("unsupported", ["p2", "p8", "p7"])],
+        (EVEREST, "iterative", "forward", 3, 15, "tuned", "hybrid"),  # BM25: p2 p8 p7 p4 p3 p5 p1 p6
+        ["p2", "p7", "p4", "p3", "p8", "p1", "p6", "p5"],
+        [("unsupported", ["p2", "p7", "p4"])],
         ("George Mallory", False, False, "p2", 1, 3),
     ),
     (
-        ("What is the boiling point of honey in the Great Wall?", "iterative", "forward", 2, 6, None),
+        ("What is the boiling point of honey in the Great Wall?", "iterative", "forward", 2, 6, None, "bm25"),
         ["p8", "p1", "p4", "p5", "p3", "p2"],
         [("not_found", ["p8", "p1"]), ("not_found", ["p4", "p5"]), ("not_found", ["p3", "p2"])],
         (None, True, None, None, 3, 6),
     ),
-    (("zzzz qqqq", "iterative", "forward", 3, 15, "tuned"), [], [], None),  # no page shares a word: run_failed
+    (
+        ("zzzz qqqq", "iterative", "forward", 3, 15, "tuned", "hybrid"),
+        [],
+        [],
+        None,
+    ),  # no page shares a word: run_failed
 ]
 
 
@@ -178,7 +185,7 @@ CASES = [
 def test_the_page_ask_and_batch_stream_the_same_run(
     service, capsys, monkeypatch, tmp_path, settings, retrieved, windows, final
 ):
-    question, strategy, order, size, k, reader = settings
+    question, strategy, order, size, k, reader, retrieval = settings
     page, page_plan = through_the_page(service, *settings)
     cli, cli_plan = through_ask(service, capsys, *settings)
     record, batch_plan = through_batch(service, monkeypatch, tmp_path, *settings)
@@ -198,6 +205,8 @@ def test_the_page_ask_and_batch_stream_the_same_run(
     assert started["settings"]["answer_threshold"] == expected.answer_threshold  # the reader's, in all three
     assert (started["settings"]["strategy"], started["settings"]["order"]) == (strategy, order)
     assert (started["settings"]["window"], started["settings"]["k"]) == (size, k)
+    assert started["settings"]["retrieval"] == retrieval
+    assert all((h.get("similarity") is not None) == (retrieval == "hybrid") for h in cli[1].get("hits", []))
     # the batch line holds the run's last event, the same as the stream's
     assert without_timings(record["result"]) == without_timings(cli[-1])
 

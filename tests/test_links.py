@@ -20,9 +20,10 @@ def test_a_full_link_sets_every_value() -> None:
         "grounded": "1",
         "rationale": "true",
         "reader": "judge",
+        "retrieval": "bm25",
     }
     linked = form_from_link(params, READERS)
-    assert linked == ("Who painted it?", RunForm("both", "backward", 4, 20, True, True, "judge"), ())
+    assert linked == ("Who painted it?", RunForm("both", "backward", 4, 20, True, True, "judge", "bm25"), ())
 
 
 def test_an_empty_link_is_the_page_defaults() -> None:
@@ -40,6 +41,7 @@ def test_an_empty_link_is_the_page_defaults() -> None:
         ({"strategy": "magic"}, "strategy='magic'"),
         ({"grounded": "yes"}, "grounded='yes'"),
         ({"reader": "oracle"}, "reader='oracle'"),
+        ({"retrieval": "dense"}, "retrieval='dense'"),
         ({"q": "x" * 1001}, "longer than 1000"),
     ],
 )

@@ -63,6 +63,17 @@ def test_recordings_are_found_by_question_and_form(service) -> None:
     assert find([recording], "Who painted it?", RunForm()) is None
 
 
+def test_a_recording_made_before_hybrid_retrieval_is_found_under_bm25_only(service, tmp_path) -> None:
+    recording = record_run(service, "Who painted the Mona Lisa?", RunForm(retrieval="bm25"), "cmd")
+    assert write_recording(recording, tmp_path).name.endswith("-bm25-base.jsonl")
+    header = {**recording.header, "form": {k: v for k, v in recording.header["form"].items() if k != "retrieval"}}
+    older = type(recording)(header, recording.timed_events)
+    assert find([older], "Who painted the Mona Lisa?", RunForm(retrieval="bm25")) is older
+    assert find([older], "Who painted the Mona Lisa?", RunForm()) is None  # the page's default is hybrid now
+    started = from_json({**recording.timed_events[0][1], "settings": {"k": 15}}, lambda page_id: None)
+    assert started.settings.retrieval == "bm25"
+
+
 def test_a_recording_from_another_model_or_version_says_so(service) -> None:
     recording = record_run(service, "Who painted the Mona Lisa?", RunForm(), "cmd")
     assert stale(recording, "scripted") == []

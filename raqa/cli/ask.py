@@ -15,7 +15,7 @@ from pathlib import Path
 
 from raqa.cli.options import app_config
 from raqa.cli.output import error, print_human, print_json, progress_line, say
-from raqa.config import RunForm, SettingsError, clean_question, validate_settings
+from raqa.config import RunForm, RunSettings, SettingsError, clean_question, validate_settings
 from raqa.evaluation import questions as question_sets  # by module: tests replace its load_questions
 from raqa.evaluation.questions import QuestionsError
 from raqa.loading import Lazy
@@ -175,6 +175,7 @@ def cmd_record(args: argparse.Namespace) -> int:
         command = (
             f'python -m raqa record "{question}" --window {form.window} --k {form.k} --order {form.order}'
             + (" --grounded-only" if form.grounded_only else "")
+            + (f" --retrieval {form.retrieval}" if form.retrieval != RunSettings.retrieval else "")
             + (f" --reader {form.reader}" if form.reader else "")
             + (" --why" if why else "")
             + f" --out {args.out}"

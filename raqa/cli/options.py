@@ -42,6 +42,15 @@ def add_run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--window", default=RunSettings.window, help="pages per window, 1-20")
     parser.add_argument("--k", default=RunSettings.k, help="pages retrieved, 5-100")
     parser.add_argument("--grounded-only", action="store_true", help="count unsupported answers as declines")
+    add_retrieval_option(parser)
+
+
+def add_retrieval_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--retrieval",
+        default=RunSettings.retrieval,
+        help="hybrid (BM25's top 50 reranked by MiniLM, the default) | bm25 (BM25 alone)",
+    )
 
 
 def add_reader_option(parser: argparse.ArgumentParser) -> None:

@@ -16,6 +16,7 @@ from raqa.cli.options import (
     add_corpus_options,
     add_model_options,
     add_reader_option,
+    add_retrieval_option,
     add_run_options,
     add_server_options,
     command,
@@ -100,6 +101,7 @@ def _record(sub) -> None:
     record.add_argument("--k", type=int, default=RunSettings.k, help="the page's default")
     record.add_argument("--order", default="forward", choices=["forward", "backward"])
     record.add_argument("--grounded-only", action="store_true", help="an unsupported answer counts as a decline")
+    add_retrieval_option(record)
     record.add_argument("--lessons", action="store_true", help="record the lesson's steps, each with its own settings")
     record.add_argument("--why", action="store_true", help="record each answered window's attribution with the run")
     record.add_argument("--out", default="assets/recordings", help="folder of the recordings (JSONL)")

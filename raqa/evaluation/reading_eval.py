@@ -8,7 +8,11 @@ turns question by question so the machine's load falls on each reader alike; eac
 JSON-lines file written as it goes (a stopped run resumes where it stopped).
 
     python -m raqa.evaluation.reading_eval --split dev --per-kind 12 --readers qwen-1.5b --calibrate
-    python -m raqa.evaluation.reading_eval --split test --per-kind 15 --readers qwen-1.5b,base+judge
+    python -m raqa.evaluation.reading_eval --split test --per-kind 15 --readers qwen-1.5b,qwen-1.5b@bm25,base+judge@bm25
+
+A reader may name its retrieval after an @ (`qwen-1.5b@bm25`: the 1.5B reading BM25's pages); without one it reads
+the page's default retrieval. Rows written before hybrid retrieval existed name their reader with "@bm25" (they read
+BM25's pages). The readable / no-answer split is by BM25's top 15 for every reader, so the question set stays fixed.
 
 "Right" is answer containment either way (a normalised gold answer occurs in the normalised answer, "Sir Alexander
 Fleming" for "Alexander Fleming", or the answer in a gold one, "1917" for "in 1917"); exact match is reported too. With --calibrate (dev only) the grader's Answered threshold is
@@ -79,11 +83,23 @@ def is_right(answer: str | None, golds: Sequence[str]) -> bool:
     return bool(answer) and (answer_contained(answer, golds) or any(answer_contained(g, [answer]) for g in golds))
 
 
+def reader_form(reader: str) -> RunForm:
+    """The page's defaults for a reader spec: a reader's name, with its retrieval after an @ where it is not the
+    default's.
+
+    Example:
+        >>> reader_form("qwen-1.5b@bm25").retrieval, reader_form("qwen-1.5b").retrieval
+        ('bm25', 'hybrid')
+    """
+    name, _, retrieval = reader.partition("@")
+    return RunForm(reader=name, retrieval=retrieval or RunForm.retrieval)
+
+
 def run_row(service, item: QAItem, kind: str, dataset: str, reader: str) -> dict:
     """One question asked of one reader with the page's defaults: what the viewer ends with, and each window."""
     start, first_verdict, windows, asked = time.perf_counter(), None, [], 0
     final = None
-    for event in service.events(service.plan(item.question, RunForm(reader=reader))):
+    for event in service.events(service.plan(item.question, reader_form(reader))):
         if isinstance(event, WindowStarted) and event.prompt_tokens:
             asked += 1
         elif isinstance(event, WindowVerdict):
@@ -258,8 +274,8 @@ def main(argv: list[str] | None = None) -> int:
         "command": command,
         "data": f"NQ-open and TriviaQA {args.split} (pyserini 0.17.0's Anserini jar), seed {args.seed}, "
         f"{args.per_kind} readable and {args.per_kind if args.no_answer is None else args.no_answer} no-answer "
-        f"questions a set; BM25 top {TOP_K} over the "
-        "embedded Wikipedia lead sections; page defaults for every reader",
+        f"questions a set, split by BM25's top {TOP_K} over the embedded Wikipedia lead sections; page defaults "
+        "for every reader, its retrieval after an @ where it is not the default (hybrid)",
         "rows": str(rows_path.relative_to(RESULTS_DIR.parent.parent))
         if rows_path.is_relative_to(RESULTS_DIR.parent.parent)
         else str(rows_path),

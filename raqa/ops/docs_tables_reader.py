@@ -6,6 +6,7 @@ from __future__ import annotations
 from raqa.ops.docs_tables import ROOT, load_record, made_by, markdown_rows, share
 
 READING = "assets/results/reading-nq+triviaqa.json"
+RETRIEVAL = "assets/results/retrieval-{split}-nq+triviaqa.json"
 GRADER = "assets/grader/grader.json"
 ROWS = (  # (what the row measures, how to read it from one reader's summary)
     ("readable questions ending right", lambda s: share(s["per_question"]["readable"]["right"])),
@@ -64,3 +65,23 @@ def grader() -> str:
             ]
         )
     return "\n".join([made_by(GRADER, record), "", *markdown_rows(["grader", "value"], rows)])
+
+
+def retrieval() -> str:
+    """hit@1, hit@5 and hit@15 of BM25 and hybrid, per set: dev (which chose the default) and test."""
+    blocks = []
+    for split in ("dev", "test"):
+        path = RETRIEVAL.format(split=split)
+        if not (ROOT / path).is_file():
+            blocks.append(f"`{path}` is not committed yet.")
+            continue
+        record = load_record(path)
+        results = record["results"]
+        header = [f"{split}: a page holding a gold answer in the top k", *results[next(iter(results))]]
+        rows = [
+            [f"{dataset} {k}", *(share(by[name][k]) for name in by)]
+            for dataset, by in results.items()
+            for k in by[next(iter(by))]
+        ]
+        blocks.append("\n".join([made_by(path, record), "", *markdown_rows(header, rows)]))
+    return "\n\n".join(blocks)

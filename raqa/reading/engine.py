@@ -42,6 +42,7 @@ from raqa.reading.prompts import (
     build_messages,
     parse_reply,
 )
+from raqa.retrieval.dense import HybridIndex
 from raqa.retrieval.index import BM25Index, Hit
 
 CITATION_TOKENS = 8  # generation budget for the page id, and for the sentence number
@@ -209,7 +210,7 @@ def fit_to_context(question: str, hits: Sequence[Hit], backend: Backend, setting
 
 def run(
     question: str,
-    index: BM25Index,
+    index: BM25Index | HybridIndex,
     backend: Backend,
     settings: RunSettings,
     judge: AnswerJudge | None = None,
@@ -286,7 +287,7 @@ def _final(
 
 def run_to_final(
     question: str,
-    index: BM25Index,
+    index: BM25Index | HybridIndex,
     backend: Backend,
     settings: RunSettings,
     judge: AnswerJudge | None = None,

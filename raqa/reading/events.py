@@ -166,7 +166,10 @@ RunEvent = Union[
 
 
 def hit_json(hit: Hit) -> dict:
-    return {"rank": hit.rank, "score": round(hit.score, 4), "page_id": hit.page.id, "title": hit.page.title}
+    data = {"rank": hit.rank, "score": round(hit.score, 4), "page_id": hit.page.id, "title": hit.page.title}
+    if hit.similarity is not None:
+        data["similarity"] = round(hit.similarity, 4)
+    return data
 
 
 def _value_json(value: object) -> object:
@@ -202,7 +205,7 @@ def from_json(data: dict, page_of: Callable[[str], Page | None]) -> RunEvent:
 
     def hit(item: dict) -> Hit:
         page = page_of(item["page_id"]) or Page(item["page_id"], item["title"], "")
-        return Hit(item["rank"], item["score"], page)
+        return Hit(item["rank"], item["score"], page, item.get("similarity"))
 
     values = {}
     try:
@@ -214,6 +217,8 @@ def from_json(data: dict, page_of: Callable[[str], Page | None]) -> RunEvent:
                 value = tuple(JudgeReading(**item) for item in value)
             elif f.name == "sentences":
                 value = tuple(SentenceEffect(**item) for item in value)
+            elif f.name == "settings" and value is not None:  # a run recorded before hybrid retrieval read BM25's
+                value = RunSettings(**{"retrieval": "bm25", **value})
             elif f.name in _NESTED and value is not None:
                 value = _NESTED[f.name](**value)
             values[f.name] = value

@@ -32,8 +32,9 @@ Progress = Callable[[str, float], None]
 
 class Hit(NamedTuple):
     rank: int  # 1 = best
-    score: float
+    score: float  # BM25's score
     page: Page
+    similarity: float | None = None  # the dense encoder's cosine with the question, where it ranked the page (dense.py)
 
 
 def _no_progress(message: str, fraction: float) -> None:

@@ -83,9 +83,10 @@ def run_events_api(service: Service, gate: VisitorGate | None) -> None:
         grounded_only: bool = False,
         rationale: bool = False,
         reader: str | None = None,
+        retrieval: str = RunSettings.retrieval,
     ) -> Iterator[dict]:
         """One run's events as JSON dicts, streamed (the same events `python -m raqa ask --json` prints)."""
-        form = page_form(strategy, order, window, k, grounded_only, rationale, reader)
+        form = page_form(strategy, order, window, k, grounded_only, rationale, reader, retrieval)
         yield from events_live(request, question, form)
 
     gr.api(events_here, api_name="run_events", concurrency_id="model")

@@ -109,7 +109,8 @@ def form_values(question: str, form: RunForm) -> list:
     page's reader."""
     reader = form.reader if form.reader is not None else gr.skip()
     strategy = STRATEGY_LABELS[form.strategy]
-    return [question, strategy, form.order, form.window, form.k, form.grounded_only, form.rationale, reader]
+    values = [form.order, form.window, form.k, form.grounded_only, form.rationale, reader, form.retrieval]
+    return [question, strategy, *values]
 
 
 def with_downloads(runs: Iterator[tuple], record: list[dict]):
@@ -145,8 +146,9 @@ def _runs(service: Service, tab: AskTab, gate: VisitorGate | None, newest: Newes
     """Run and Enter: a live run (two with a comparison), behind the visitor gate, replacing the page's earlier run;
     returns the two events."""
 
-    def ask_here(question, strategy, order, window, k, grounded_only, rationale, reader=None, compare=None, *run_b):
-        form = page_form(strategy, order, window, k, grounded_only, rationale, reader)
+    def ask_here(question, *values):
+        form = page_form(*values[:8])
+        compare, run_b = (values[8], values[9:]) if len(values) > 8 else (None, ())
         b = form.replace(**dict(zip(CHOSEN, run_b, strict=True))) if len(run_b) == len(CHOSEN) else None
         record: list[dict] = []
         yield from with_downloads(ask(service, question, form, record, compare, b), record)
@@ -261,7 +263,7 @@ def _layout(service: Service, steps: list[Step], defaults: RunSettings) -> AskTa
 
 
 def _settings(service: Service, choices: list[tuple[str, str]], defaults: RunSettings) -> list:
-    """Strategy, order, window, K, grounded-only, rationale and reader, in page_form's order."""
+    """Strategy, order, window, K, grounded-only, rationale, reader and retrieval, in page_form's order."""
     window_range, k_range = run_ranges(service.config.public)
     strategy = gr.Radio(
         list(STRATEGY_LABELS.values()),
@@ -274,7 +276,7 @@ def _settings(service: Service, choices: list[tuple[str, str]], defaults: RunSet
         ["forward", "backward"],
         value=defaults.order,
         label="Window order",
-        info="Forward: best BM25 score first. Backward: worst first, to see answers invented.",
+        info="Forward: best-ranked page first. Backward: worst first, to see answers invented.",
         elem_id="raqa-order",
     )
     with gr.Row():
@@ -306,7 +308,10 @@ def _settings(service: Service, choices: list[tuple[str, str]], defaults: RunSet
         visible=len(choices) > 1,
         elem_id="raqa-reader",
     )
-    return [strategy, order, window, k, grounded_only, rationale, reader]
+    hybrid = "Hybrid: BM25's top 50 reordered by a sentence encoder (MiniLM). BM25 alone: the papers' setting."
+    sources = [("Hybrid (BM25 + MiniLM)", "hybrid"), ("BM25 alone", "bm25")]
+    retrieval = gr.Radio(sources, value=defaults.retrieval, label="Retrieval", info=hybrid, elem_id="raqa-retrieval")
+    return [strategy, order, window, k, grounded_only, rationale, reader, retrieval]
 
 
 def _results(service: Service) -> list:
@@ -322,8 +327,8 @@ def _results(service: Service) -> list:
     windows = gr.HTML(RunView().windows_html(), elem_id="raqa-windows")
     with gr.Row():
         scores = gr.Plot(
-            message_figure("After a run: each retrieved page's BM25 score by rank, coloured by its verdict."),
-            label="BM25 score by rank",
+            message_figure("After a run: each retrieved page's score by rank, coloured by its verdict."),
+            label="Score by rank",
             min_width=320,  # side by side on a wide page, one above the other on a phone
             elem_id="raqa-scores",
         )

@@ -36,7 +36,7 @@ TITLES = {"iterative": "Iterative", "topk": "Top-K"}
 def _figures(view: RunView, verdicts: list[WindowVerdict], k: int):
     if not view.hits:
         return message_figure("Scores appear after retrieval."), message_figure("Tokens appear after the run.")
-    scores = safe(score_by_rank, view.hits, verdicts, f"{view.title}: BM25 score by rank, coloured by verdict")
+    scores = safe(score_by_rank, view.hits, verdicts, f"{view.title}: score by rank, coloured by verdict")
     f: Final | None = view.final
     meter = (
         safe(token_meter, f.prompt_tokens, f.completion_tokens, f.topk_prompt_tokens, k)
@@ -46,7 +46,9 @@ def _figures(view: RunView, verdicts: list[WindowVerdict], k: int):
     return scores, meter
 
 
-def page_form(strategy, order, window, k, grounded_only, rationale, reader=None) -> RunForm:
+def page_form(
+    strategy, order, window, k, grounded_only, rationale, reader=None, retrieval=RunSettings.retrieval
+) -> RunForm:
     """The form's values as Gradio hands them over (the Ask tab's components, or an API call's values in the same
     order) as a RunForm: the Strategy radio's label becomes its name; anything else is kept for Service.plan to check.
 
@@ -56,7 +58,7 @@ def page_form(strategy, order, window, k, grounded_only, rationale, reader=None)
     """
     names = {label: name for name, label in STRATEGY_LABELS.items()}
     name = names.get(strategy, strategy) if isinstance(strategy, str) else strategy
-    return RunForm(name, order, window, k, grounded_only, rationale, reader)
+    return RunForm(name, order, window, k, grounded_only, rationale, reader, retrieval)
 
 
 def _strategies(form: RunForm) -> tuple[str, ...]:

@@ -43,7 +43,10 @@ VERDICT_WORDS = {
 def _window_section(verdict: dict, reply_text: str) -> list[str]:
     lines = [f"### Window {verdict['window']}: {VERDICT_WORDS.get(verdict['verdict'], md(verdict['verdict']))}", ""]
     for hit in verdict["hits"]:
-        lines.append(f"- page {md(hit['page_id'])}, rank {hit['rank']}, BM25 {hit['score']:.2f}: {md(hit['title'])}")
+        similarity = f", similarity {hit['similarity']:.2f}" if hit.get("similarity") is not None else ""
+        lines.append(
+            f"- page {md(hit['page_id'])}, rank {hit['rank']}, BM25 {hit['score']:.2f}{similarity}: {md(hit['title'])}"
+        )
     lines.append("")
     reply = reply_text or verdict["reply"].get("raw", "")
     lines += ["Reply:", "", *[f"    {line}" for line in (reply.splitlines() or [""])], ""]

@@ -24,11 +24,11 @@ VERDICT_COLOURS = {
 _LAYOUT = dict(template="plotly_white", margin=dict(l=50, r=20, t=50, b=40), height=300)
 
 
-def score_by_rank(
-    hits: Sequence[Hit], verdicts: Sequence[WindowVerdict], title: str = "BM25 score by rank"
-) -> go.Figure:
-    """Bars of BM25 score by rank, coloured by the verdict of the window that read each page, with
-    window boundaries as dashed lines and each window's reading position as a label."""
+def score_by_rank(hits: Sequence[Hit], verdicts: Sequence[WindowVerdict], title: str = "Score by rank") -> go.Figure:
+    """Bars of the score that ranked the pages (the dense similarity under hybrid retrieval, else BM25's) by rank,
+    coloured by the verdict of the window that read each page, with window boundaries as dashed lines and each
+    window's reading position as a label."""
+    dense = bool(hits) and all(h.similarity is not None for h in hits)
     verdict_of = {h.rank: v.verdict for v in verdicts for h in v.hits}
     last_rank = max((h.rank for h in hits), default=0)
     edges = {edge for v in verdicts for edge in (v.hits[0].rank - 0.5, v.hits[-1].rank + 0.5)}
@@ -38,7 +38,7 @@ def score_by_rank(
         if chosen:
             figure.add_bar(
                 x=[h.rank for h in chosen],
-                y=[h.score for h in chosen],
+                y=[h.similarity if dense else h.score for h in chosen],
                 name=verdict.replace("_", " "),
                 marker_color=colour,
                 customdata=[h.page.title for h in chosen],
@@ -52,7 +52,13 @@ def score_by_rank(
         figure.add_annotation(
             x=(min(ranks) + max(ranks)) / 2, y=1.02, yref="paper", text=f"w{v.window}", showarrow=False
         )
-    figure.update_layout(title=title, xaxis_title="rank", yaxis_title="BM25 score", barmode="overlay", **_LAYOUT)
+    figure.update_layout(
+        title=title,
+        xaxis_title="rank",
+        yaxis_title="similarity (MiniLM)" if dense else "BM25 score",
+        barmode="overlay",
+        **_LAYOUT,
+    )
     return figure
 
 

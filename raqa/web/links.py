@@ -1,6 +1,6 @@
 """Shareable links: a question and its settings as URL query parameters, and back.
 
-`?q=Who+painted+the+Mona+Lisa%3F&strategy=iterative&order=backward&w=3&k=15&grounded=1&rationale=0&reader=base`
+`?q=Who+painted+the+Mona+Lisa%3F&strategy=iterative&order=backward&w=3&k=15&grounded=1&rationale=0&reader=base&retrieval=bm25`
 opens the page with that question and those settings filled in (the visitor still clicks Run). The page's
 "Copy link" button writes the same parameters (LINK_JS). A parameter that is missing keeps the page's default; one
 that is out of range or unknown keeps the default too, and the page says which (no run starts from a bad link).
@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import NamedTuple
+from typing import NamedTuple, get_args
 
-from raqa.config import MAX_QUESTION_CHARS, PublicLimits, RunForm, RunSettings, run_ranges
+from raqa.config import MAX_QUESTION_CHARS, Order, PublicLimits, Retrieval, RunForm, RunSettings, run_ranges
 from raqa.web.ask_tab import STRATEGY_LABELS
 
-ORDERS = ("forward", "backward")
+ORDERS = get_args(Order)
+RETRIEVALS = get_args(Retrieval)
 DEFAULTS = RunSettings()
 FLAGS = {"1": True, "true": True, "0": False, "false": False}
 
@@ -80,17 +81,21 @@ def form_from_link(
     if reader is not None and reader not in readers:
         problems.append(f"reader={reader!r} is not one of {', '.join(readers)}")
         reader = None
+    retrieval = params.get("retrieval", defaults.retrieval)
+    if retrieval not in RETRIEVALS:
+        problems.append(f"retrieval={retrieval!r} is not one of {', '.join(RETRIEVALS)}")
+        retrieval = defaults.retrieval
     window_range, k_range = run_ranges(limits)
     window = _int(params, "w", window_range, defaults.window, problems)
     k = _int(params, "k", k_range, defaults.k, problems)
-    form = RunForm(strategy, order, window, k, flags["grounded"], flags["rationale"], reader)
+    form = RunForm(strategy, order, window, k, flags["grounded"], flags["rationale"], reader, retrieval)
     return LinkedForm(question, form, tuple(problems))
 
 
 # The "Copy link" button: the form's values as this page's URL with query parameters, copied to the clipboard
 # where the browser allows it, and shown in the link box either way.
 LINK_JS = """
-(question, strategy, order, w, k, grounded, rationale, reader) => {
+(question, strategy, order, w, k, grounded, rationale, reader, retrieval) => {
   const strategies = STRATEGIES;
   const p = new URLSearchParams();
   p.set("q", question || "");
@@ -101,6 +106,7 @@ LINK_JS = """
   p.set("grounded", grounded ? "1" : "0");
   p.set("rationale", rationale ? "1" : "0");
   if (reader) p.set("reader", reader);
+  if (retrieval) p.set("retrieval", retrieval);
   const url = window.location.origin + window.location.pathname + "?" + p.toString();
   try { navigator.clipboard.writeText(url).catch(() => {}); } catch (e) {}
   return url;

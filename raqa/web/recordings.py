@@ -44,7 +44,7 @@ class Recording:
 
     @property
     def form(self) -> RunForm:
-        return RunForm(**self.header["form"])
+        return recorded_form(self.header["form"])
 
     def matches(self, question: str, form: RunForm) -> bool:
         """Same question (case and spacing aside) and same form; a form without a reader means the default one."""
@@ -80,7 +80,8 @@ def write_recording(recording: Recording, folder: Path = RECORDINGS_DIR) -> Path
     folder.mkdir(parents=True, exist_ok=True)
     f = recording.form
     settings = f"{f.strategy}-{f.order}-w{f.window}-k{f.k}" + ("-grounded" if f.grounded_only else "")
-    settings += ("-rationale" if f.rationale else "") + f"-{slug(f.reader or 'default')}"
+    settings += ("-rationale" if f.rationale else "") + ("-bm25" if f.retrieval == "bm25" else "")
+    settings += f"-{slug(f.reader or 'default')}"
     return write_lines(recording, folder / f"{slug(recording.question)}--{settings}.jsonl")
 
 
@@ -92,7 +93,12 @@ def write_lines(recording: Recording, path: Path) -> Path:
     return path
 
 
-def read_recording(path: Path, check_header=lambda header: RunForm(**header["form"])) -> Recording:
+def recorded_form(values: dict) -> RunForm:
+    """A recording's or lesson's form; one written before hybrid retrieval (no "retrieval") read BM25's pages."""
+    return RunForm(**{"retrieval": "bm25", **values})
+
+
+def read_recording(path: Path, check_header=lambda header: recorded_form(header["form"])) -> Recording:
     """ValueError, naming the file, when it is not a recording (check_header raises on a header of another kind)."""
     try:
         lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]

@@ -104,9 +104,10 @@ def highlighted_page_text(text: str, sentence: int | None, effects: Effects | No
 def page_details(hit: Hit, sentence: int | None = None, open_: bool = False, effects: Effects | None = None) -> str:
     """A retrieved page as a <details> element: rank, score, title and id, then the full text."""
     page = hit.page
+    similarity = "" if hit.similarity is None else f" · similarity {hit.similarity:.2f}"
     summary = (
         f'<span class="raqa-rank">#{hit.rank}</span> <bdi>{esc(page.title)}</bdi> '
-        f'<span class="raqa-meta">id {esc(page.id)} · BM25 {hit.score:.2f}</span>'
+        f'<span class="raqa-meta">id {esc(page.id)} · BM25 {hit.score:.2f}{similarity}</span>'
     )
     body = highlighted_page_text(page.text, sentence, effects)
     return (
