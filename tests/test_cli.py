@@ -131,8 +131,8 @@ def json_lines(out: str) -> list[dict]:
 
 
 def test_json_stream(tiny_service, broad_question: str, capsys: pytest.CaptureFixture) -> None:
-    tiny_service(DECLINE, "ANSWER: Danube\nPAGE: p5\nSENTENCE: 1")
-    assert main(["ask", broad_question, "--json", "--window", "3", "--k", "8"]) == 0
+    tiny_service(DECLINE, "ANSWER: Danube\nPAGE: p5\nSENTENCE: 1")  # the second of BM25's windows holds p5
+    assert main(["ask", broad_question, "--json", "--window", "3", "--k", "8", "--retrieval", "bm25"]) == 0
     events = json_lines(capsys.readouterr().out)
     types = [event["type"] for event in events]
     assert types[:3] == ["run_started", "retrieved", "window_started"]
@@ -142,7 +142,7 @@ def test_json_stream(tiny_service, broad_question: str, capsys: pytest.CaptureFi
     assert events[0]["question"] == broad_question
     assert events[0]["settings"]["window"] == 3 and events[0]["settings"]["k"] == 8
     assert [hit["rank"] for hit in events[1]["hits"]] == list(range(1, 9))
-    assert set(events[1]["hits"][0]) == {"rank", "score", "page_id", "title"}
+    assert set(events[1]["hits"][0]) == {"rank", "score", "page_id", "title"}  # BM25's: no similarity
     final = events[-1]
     verdicts = [event for event in events if event["type"] == "window_verdict"]
     assert [v["verdict"] for v in verdicts] == ["not_found", "answered"]
@@ -498,7 +498,8 @@ def test_why_adds_an_attribution_after_each_answered_window(tiny_service, broad_
     backend = tiny_service(DECLINE, "ANSWER: Danube\nPAGE: p5\nSENTENCE: 1")
     backend._scorer = lambda messages, answer: math.log(0.8 if "second-longest" in messages[-1]["content"] else 0.01)
     backend.can_score = True
-    assert main(["ask", broad_question, "--json", "--window", "3", "--k", "8", "--why"]) == 0
+    # BM25's windows: the second holds p5 beside pages that do not state the answer
+    assert main(["ask", broad_question, "--json", "--window", "3", "--k", "8", "--why", "--retrieval", "bm25"]) == 0
     events = json_lines(capsys.readouterr().out)
     types = [event["type"] for event in events]
     assert types.count("attribution") == 1 and types[types.index("attribution") - 1] == "window_verdict"
@@ -510,7 +511,7 @@ def test_why_adds_an_attribution_after_each_answered_window(tiny_service, broad_
     backend = tiny_service(DECLINE, "ANSWER: Danube\nPAGE: p5\nSENTENCE: 1")
     backend._scorer = lambda messages, answer: math.log(0.8 if "second-longest" in messages[-1]["content"] else 0.01)
     backend.can_score = True
-    assert main(["ask", broad_question, "--window", "3", "--k", "8", "--why"]) == 0
+    assert main(["ask", broad_question, "--window", "3", "--k", "8", "--why", "--retrieval", "bm25"]) == 0
     err = capsys.readouterr().err
     assert (
         "why: Removing sentence 1 of page p5" in err and "without sentence 1 of page p5: P(answer) 0.80 -> 0.01" in err

@@ -276,14 +276,14 @@ def test_a_stopped_training_resumes_from_its_checkpoint_and_ends_where_an_unbrok
 def test_train_judge_options_are_checked_before_anything_loads() -> None:
     from raqa.training.judge import JudgeSettings
 
-    for bad in ({"depth": 10}, {"depth": 500}, {"mined": -1}, {"checkpoint_every": -3}):
+    for bad in ({"depth": 10}, {"depth": 500}, {"checkpoint_every": -3}):
         with pytest.raises(ValueError):
             JudgeSettings(**bad).check()
-    JudgeSettings(depth=50, mined=2, checkpoint_every=100).check()
+    JudgeSettings(depth=50, checkpoint_every=100).check()
     run = subprocess.run(
-        [sys.executable, "-m", "raqa", "train-judge", "--init", "/nonexistent", "--mined", "2"],
+        [sys.executable, "-m", "raqa", "train-judge", "--holdout", "3"],
         capture_output=True,
         text=True,
         cwd=ROOT,
     )
-    assert run.returncode == 2 and "--init: no judge at /nonexistent" in run.stderr
+    assert run.returncode == 2 and "--holdout and --test-pairs 10 or more" in run.stderr

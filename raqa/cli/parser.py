@@ -47,9 +47,6 @@ def build_parser() -> argparse.ArgumentParser:
     for add in (*verbs, _scale_bench, _time_start, _deploy_space):
         add(sub)
     _train_judge(sub)
-    _train_verifier(sub)
-    _judge_labels(sub)
-    _gate_with_model(sub)
     _record(sub)
     add_pipeline_verbs(sub)
     return parser
@@ -147,10 +144,6 @@ def _train_judge(sub) -> None:
         help="a positive's sentence shares this many content words with the question besides the answer's",
     )
     judge.add_argument(
-        "--mined", type=int, default=0, help="extra negatives per question: answer-free pages the judge wrongly passes"
-    )
-    judge.add_argument("--init", help="a trained full judge folder to go on from (and to mine with)")
-    judge.add_argument(
         "--checkpoint-every",
         type=int,
         default=0,
@@ -188,48 +181,6 @@ def _train_judge(sub) -> None:
     support.add_argument("--out", default="assets/judge", help="the judge folder that gets support.json")
     support.add_argument("--cache", help="cache folder for the index (env RAQA_CACHE)")
     support.set_defaults(func=command("judge:cmd_fit_support"))
-    compare = sub.add_parser("compare-judges", help="measure answer judges in one run on the same test pages")
-    compare.add_argument("folders", nargs="+", help="judge folders (train-judge's --out), the shipped one first")
-    compare.add_argument("--limit", type=int, default=300, help="test questions (and pages of each kind) per set")
-    compare.add_argument("--seed", type=int, default=0)
-    compare.add_argument("--out", default="assets/results", help="folder for judges-nq+triviaqa.json")
-    compare.add_argument("--cache", help="cache folder for the index (env RAQA_CACHE)")
-    compare.set_defaults(func=command("judge:cmd_compare_judges"))
-
-
-def _train_verifier(sub) -> None:
-    verifier = sub.add_parser("train-verifier", help="train and measure an answer verifier (a lever for the badge)")
-    verifier.add_argument("--train-questions", type=int, default=400, help="training dev questions per set")
-    verifier.add_argument("--eval-questions", type=int, default=250, help="held-out dev questions per set")
-    verifier.add_argument("--epochs", type=int, default=1)
-    verifier.add_argument("--lr", type=float, default=4e-5)
-    verifier.add_argument("--batch", type=int, default=32)
-    verifier.add_argument("--seed", type=int, default=0)
-    verifier.add_argument("--out", default="assets/results/verifier", help="folder for card.json")
-    verifier.add_argument("--cache", help="cache folder for the index (env RAQA_CACHE)")
-    verifier.set_defaults(func=command("judge:cmd_train_verifier"))
-
-
-def _judge_labels(sub) -> None:
-    labels = sub.add_parser("judge-labels", help="draw the judge's training labels to read by hand; count a reading")
-    labels.add_argument(
-        "--source", default="dev", choices=["dev", "squad"], help="dev questions' training part or SQuAD"
-    )
-    labels.add_argument("--sample", type=int, default=30, help="positive labels to draw, one a question")
-    labels.add_argument("--seed", type=int, default=1)
-    labels.add_argument("--summarise", nargs="+", metavar="FILE", help="read files to count instead of drawing")
-    labels.add_argument("--out", required=True, help="the file to draw into (new), or the summary card to write")
-    labels.add_argument("--cache", help="cache folder for the index (env RAQA_CACHE)")
-    labels.set_defaults(func=command("judge:cmd_judge_labels"))
-
-
-def _gate_with_model(sub) -> None:
-    gate = sub.add_parser("gate-with-model", help="measure the Weak support gate on dev runs with the model")
-    gate.add_argument("--questions", type=int, default=250, help="held-out dev questions per set")
-    gate.add_argument("--floor", type=float, default=0.01, help="pages from this support up are read with the model")
-    gate.add_argument("--out", default="assets/results/gate-with-model", help="folder for record.json and rows.jsonl")
-    gate.add_argument("--cache", help="cache folder for the index and model (env RAQA_CACHE)")
-    gate.set_defaults(func=command("judge:cmd_gate_with_model"), corpus=None, model=None, adapter=None)
 
 
 def _train_adapt(sub) -> None:

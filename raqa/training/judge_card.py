@@ -57,7 +57,7 @@ being the first such occurrence. Negative: no gold answer anywhere in the page (
 for the question's words). Skipped: pages that mention an answer only in unrelated sentences. Up to
 {s["per_question"]} positive pages per question and as many negatives. The first {card["holdout_questions"]}
 questions of each shuffled dev set are held out to choose the threshold. {data["features"]} training examples
-({data["dropped_positives"]} positives dropped: answer beyond {s["max_tokens"]} tokens).{_mined(card)}
+({data["dropped_positives"]} positives dropped: answer beyond {s["max_tokens"]} tokens).
 
 | dataset | questions read | questions used | positive pages | negative pages | ambiguous pages seen |
 |---|---|---|---|---|---|
@@ -101,20 +101,6 @@ def _rule(settings: dict) -> str:
 def _depth(train: dict) -> str:
     depth = train.get("depth", train["k"])
     return f" (positives from the top {depth})" if depth != train["k"] else ""
-
-
-def _mined(card: dict) -> str:
-    """Where training went on from a trained judge, and the negatives mined with one (judge_mining.py)."""
-    start, mined = card.get("initialised_from"), card["data"]["train"].get("mined")
-    text = f" Training went on from the judge in `{start['folder']}` (weights {start['weights']})." if start else ""
-    if mined:
-        text += (
-            f" Mined negatives: the judge in `{mined['judge']}` read the {mined['questions']} training questions'"
-            f" answer-free top-{mined['k']} pages and wrongly passed {mined['passed']} (p_answer >="
-            f" {mined['threshold']}); the {mined['per_question']} highest of each question were added as negatives"
-            f" ({mined['kept']})."
-        )
-    return text
 
 
 def _answered_right(first: dict) -> str:

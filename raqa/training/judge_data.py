@@ -7,8 +7,7 @@ For each question, each of its top-K BM25 pages gets one label:
   label carries the character span of the first such occurrence in the page text, as the page writes it.
   With `min_shared` N of 2 or more the sentence must share N content words with the question besides the
   answer's own: read by hand, many positives of the one-word rule do not answer their question ("Triton is the
-  largest moon of which planet?" -> "Neptune" on the Ceres page); `python -m raqa judge-labels` draws and counts
-  such readings (docs/judge.md).
+  largest moon of which planet?" -> "Neptune" on the Ceres page); docs/judge.md counts such readings.
 - *negative*: no gold answer anywhere in the page's title or text (PositiveIndex); these are hard negatives,
   since BM25 ranked them for sharing the question's words.
 - *ambiguous* (skipped): the page mentions a gold answer, but only in sentences unrelated to the question.
