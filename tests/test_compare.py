@@ -13,7 +13,7 @@ from raqa.service import Service
 from raqa.web.ask_tab import ask
 from raqa.web.compare import chosen, variant
 
-A = RunForm("iterative", "forward", 1, 6)
+A = RunForm("iterative", "forward", 1, 6, retrieval="bm25")
 
 
 @pytest.fixture
@@ -35,6 +35,14 @@ def test_forward_against_backward_streams_both_and_calls_out_the_differences(ser
     # forward answers in window 1; backward reads all six pages to reach the answer last
     assert 'data-differences="' in answers and "<td>1</td><td>6</td>" in answers
     assert any("B: backward" in o[1] and "A: forward" in o[1] for o in outputs[:-1])  # B streamed as it ran
+
+
+def test_bm25_against_hybrid_reads_each_retrievals_pages(service) -> None:
+    outputs = list(ask(service, "apple", A, compare="the other retrieval"))
+    windows = outputs[-1][1]
+    assert "A: bm25" in windows and "B: hybrid" in windows
+    assert "similarity" in windows.split("B: hybrid", 1)[1]  # B's pages carry the encoder's similarity, A's do not
+    assert "similarity" not in windows.split("B: hybrid", 1)[0]
 
 
 def test_a_comparison_the_page_cannot_make_is_one_message(service) -> None:

@@ -15,12 +15,19 @@ from typing import NamedTuple
 
 from raqa.config import RunForm
 from raqa.reading.events import Final, WindowVerdict
+from raqa.reading.readers import BASE_READER, MODEL_JUDGE_READER
 from raqa.web.render import badge, esc
 
 NOTHING = "nothing"
 CHOOSE = "settings of my choice"
-COMPARISONS = (NOTHING, "the other window order", "another window size", "another reader", CHOOSE)
-JUDGE_READER, BASE_READER_NAME = "base+judge", "base"
+COMPARISONS = (
+    NOTHING,
+    "the other window order",
+    "another window size",
+    "the other retrieval",
+    "another reader",
+    CHOOSE,
+)
 # what "settings of my choice" takes from Run B's own controls; the rest of B's form is A's
 CHOSEN = ("order", "window", "grounded_only", "reader")
 
@@ -63,6 +70,8 @@ def variant(choice: str, a: RunForm, readers: Sequence[str], b: RunForm | None =
         'backward'
         >>> variant("another window size", RunForm(window=1), ["base"]).form.window
         3
+        >>> variant("the other retrieval", RunForm(), ["base"]).label_b
+        'B: bm25'
     """
     if choice == NOTHING or choice is None:
         return None
@@ -72,9 +81,13 @@ def variant(choice: str, a: RunForm, readers: Sequence[str], b: RunForm | None =
     if choice == "another window size":
         other = 3 if a.window == 1 else 1
         return Variant(a.replace(window=other), f"A: w={a.window}", f"B: w={other}")
-    current = a.reader or (readers[0] if readers else BASE_READER_NAME)
+    if choice == "the other retrieval":
+        other = "bm25" if a.retrieval == "hybrid" else "hybrid"
+        return Variant(a.replace(retrieval=other), f"A: {a.retrieval}", f"B: {other}")
+    current = a.reader or (readers[0] if readers else BASE_READER.name)
     if choice == "another reader":
-        others = [r for r in (JUDGE_READER, BASE_READER_NAME, *readers) if r in readers and r != current]
+        preferred = (MODEL_JUDGE_READER.name, BASE_READER.name, *readers)
+        others = [r for r in preferred if r in readers and r != current]
         if not others:
             raise ValueError("This page has one reader only, so there is no other reader to compare with.")
         return Variant(a.replace(reader=others[0]), f"A: {current}", f"B: {others[0]}")
