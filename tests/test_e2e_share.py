@@ -30,13 +30,21 @@ def _form(tab) -> dict:
         "w": tab.locator("#raqa-window input[type=number]").input_value(),
         "k": tab.locator("#raqa-k input[type=number]").input_value(),
         "grounded": tab.locator("#raqa-grounded input").is_checked(),
+        "retrieval": tab.locator("#raqa-retrieval input:checked").get_attribute("value"),
     }
 
 
 def test_a_shared_link_restores_the_question_and_settings(page, server):  # noqa: F811
-    page.goto(server + "/?q=apple+pie%3F&order=backward&w=3&k=7&grounded=1", wait_until="networkidle")
+    page.goto(server + "/?q=apple+pie%3F&order=backward&w=3&k=7&grounded=1&retrieval=bm25", wait_until="networkidle")
     page.wait_for_function("() => document.querySelector('#raqa-question textarea')?.value === 'apple pie?'")
-    assert _form(page) == {"question": "apple pie?", "order": "backward", "w": "3", "k": "7", "grounded": True}
+    assert _form(page) == {
+        "question": "apple pie?",
+        "order": "backward",
+        "w": "3",
+        "k": "7",
+        "grounded": True,
+        "retrieval": "bm25",
+    }
     page.locator("#raqa-question textarea").fill("Where do zebras live?")
     page.locator("#raqa-copy-link").click()
     page.wait_for_function("() => document.querySelector('#raqa-link textarea')?.value.includes('zebras')")
@@ -50,6 +58,7 @@ def test_a_shared_link_restores_the_question_and_settings(page, server):  # noqa
         "k": "7",
         "grounded": "1",
         "rationale": "0",
+        "retrieval": "bm25",
     } | ({"reader": params["reader"]} if "reader" in params else {})
     other = page.context.new_page()
     other.goto(link, wait_until="networkidle")
@@ -60,6 +69,7 @@ def test_a_shared_link_restores_the_question_and_settings(page, server):  # noqa
         "w": "3",
         "k": "7",
         "grounded": True,
+        "retrieval": "bm25",
     }
 
 
