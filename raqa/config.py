@@ -24,7 +24,7 @@ PageOrder = Literal["best_first", "best_last"]
 # or the judge alone (an extractive reader, the baseline)
 ReaderMode = Literal["model", "model_judge", "judge"]
 # Which pages a run reads: BM25's top K, or BM25's top 50 reordered by the MiniLM encoder (retrieval/dense.py),
-# the default because it ranks a page holding a gold answer first more often (python -m raqa.evaluation.retrieval_eval)
+# the default because it ranks a page holding a gold answer first more often (python -m lab.evaluation.retrieval_eval)
 Retrieval = Literal["hybrid", "bm25"]
 
 # the repository's assets folder: CSS, examples, trained adapters and readers, committed results

@@ -6,8 +6,7 @@ import json
 
 import pytest
 
-from raqa.evaluation.questions import QAItem
-from raqa.training.when_to_retrieve_data import (
+from lab.training.when_to_retrieve_data import (
     Labelled,
     choose_context,
     data_summary,
@@ -15,6 +14,7 @@ from raqa.training.when_to_retrieve_data import (
     label,
     read_labelled,
 )
+from raqa.evaluation.questions import QAItem
 from raqa.when_to_retrieve.prompts import RET
 
 ITEMS = [

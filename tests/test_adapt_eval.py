@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from adapt_fakes import FakeAdaptModel, knows_paris
 
-from raqa.evaluation.policy_scores import summarise_policies as summarise
+from lab.evaluation.policy_scores import summarise_policies as summarise
+from lab.evaluation.when_to_retrieve import evaluate, evaluate_question, popularity_rows
 from raqa.evaluation.questions import QAItem
-from raqa.evaluation.when_to_retrieve import evaluate, evaluate_question, popularity_rows
 from raqa.when_to_retrieve.prompts import RET
 
 PARIS = QAItem("q1", "What is the capital of France?", ("Paris",))
@@ -124,7 +124,7 @@ def test_the_committed_evaluation_draws_without_errors():
     paths = sorted((Path(__file__).parent.parent / "assets" / "results").glob("when_to_retrieve-*.json"))
     for path in paths:
         record = json.loads(path.read_text())
-        assert record["command"].startswith("python -m raqa eval-adapt")
+        assert record["command"].startswith("python -m lab eval-adapt")
         for make in FIGURES.values():
             figure = make(record)
             assert figure.data and "could not be drawn" not in json.dumps(figure.layout.to_plotly_json())
@@ -138,7 +138,7 @@ def test_the_committed_evaluation_draws_without_errors():
 def test_the_committed_record_is_what_its_rows_give(path):
     """eval-adapt's record is reproducible: every summary is recomputed from the record's own rows."""
     record = json.loads(path.read_text(encoding="utf-8"))
-    assert record["command"].startswith("python -m raqa eval-adapt") and record["code_version"]
+    assert record["command"].startswith("python -m lab eval-adapt") and record["code_version"]
     for dataset, rows in record["results"]["rows"].items():
         summary = {k: v for k, v in record["results"]["datasets"][dataset].items() if k not in ("threshold", "dev_n")}
         assert json.dumps(summarise(rows), sort_keys=True) == json.dumps(summary, sort_keys=True), dataset

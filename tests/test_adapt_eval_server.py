@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from adapt_fakes import FakeAdaptModel, knows_paris
 
-from raqa.cli import main
+from lab.cli import main
 from raqa.config import AppConfig
 from raqa.evaluation import questions
 from raqa.evaluation.questions import QAItem

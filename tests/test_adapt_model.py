@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from lab.training.when_to_retrieve_data import Labelled, data_summary, examples
 from raqa.models.base import ModelError
-from raqa.training.when_to_retrieve_data import Labelled, data_summary, examples
 from raqa.when_to_retrieve.model import ADAPT_DIR, CARD_FILE, adapter_dirs
 from raqa.when_to_retrieve.prompts import RET, closed_book_messages, parametric_messages
 
@@ -28,7 +28,7 @@ def test_each_card_reports_the_data_it_was_trained_on():
         assert card["kind"] == kind and card["data"] == summary
         assert card["training"]["examples"] == len(examples(rows, kind, balance=bool(card.get("class_balance"))))
         assert card["lora"]["rank"] == 8 and card["lora"]["alpha"] == 16 and card["lora"]["lr"] == 3e-4
-        assert card["lora"]["epochs"] == 3 and card["command"].startswith("python -m raqa train-adapt")
+        assert card["lora"]["epochs"] == 3 and card["command"].startswith("python -m lab train-adapt")
         log = json.loads((folder / "training_log.json").read_text())
         assert len(log["steps"]) == card["training"]["loss"]["steps"] > 0
         assert (folder / "adapter_model.safetensors").stat().st_size < 10_000_000

@@ -14,7 +14,7 @@ REPLY = "ANSWER: Leonardo da Vinci\nPAGE: p3\nSENTENCE: 1"
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory, tiny_pages, tiny_index):
-    from raqa.ops.reliability import serve
+    from lab.ops.reliability import serve
 
     backend = ScriptedBackend(lambda messages: REPLY)
     service = Service(

@@ -1,9 +1,11 @@
-"""The walls between the package's rooms, held by reading every module's imports (nothing is imported here).
+"""The walls between the packages and their rooms, held by reading every module's imports (nothing is imported here).
 
-Rooms: retrieval, models, reading (the core a run needs), when_to_retrieve, training, evaluation, web, ops,
-cli, and the top-level config, text and service. Only web/ draws a page; the core never reaches up into
-training, evaluation, the page, the operations tools or the command line; environment variables are read in
-config.py alone; and every module stays small enough to read in one sitting.
+Two packages: raqa/ (what the page and the demo verbs run) and lab/ (training, measurement, benchmarks, deploy). The
+lab imports raqa; raqa never imports the lab. raqa's rooms: retrieval, models, reading (the core a run needs),
+when_to_retrieve, evaluation (the question sets, metrics and records the page shows), web, cli, and the top-level
+config, text, batch and service; lab's: training, evaluation, ops, cli. Only raqa/web/ draws a page; the core never
+reaches up into the page or the command line; environment variables are read in config.py alone; and every module
+stays small enough to read in one sitting.
 """
 
 from __future__ import annotations
@@ -13,17 +15,28 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parent.parent / "raqa"
-MODULES = sorted(PACKAGE.rglob("*.py"))
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "raqa"
+LAB = ROOT / "lab"
+RAQA_MODULES = sorted(PACKAGE.rglob("*.py"))
+LAB_MODULES = sorted(LAB.rglob("*.py"))
+MODULES = RAQA_MODULES + LAB_MODULES
 CORE = ("retrieval", "models", "reading")
-UPPER = ("training", "evaluation", "web", "ops", "cli")
+UPPER = ("evaluation", "web", "cli")
+LAB_ROOMS = ("training", "evaluation", "ops", "cli")
 MAX_LINES = 350
 
 
+def where(path: Path) -> str:
+    """The module's path from the repository root (raqa/... or lab/...)."""
+    return str(path.relative_to(ROOT))
+
+
 def room(path: Path) -> str:
-    """The sub-package a module lives in, or its own name for a top-level module."""
-    parts = path.relative_to(PACKAGE).parts
-    return parts[0] if len(parts) > 1 else parts[0].removesuffix(".py")
+    """The package and sub-package a module lives in ("raqa/web", "lab/ops"), or the package and its own name for a
+    top-level module ("raqa/service")."""
+    parts = path.relative_to(ROOT).parts
+    return f"{parts[0]}/{parts[1].removesuffix('.py')}"
 
 
 def imports(path: Path) -> set[str]:
@@ -45,14 +58,23 @@ def raqa_rooms(path: Path) -> set[str]:
 def test_the_rooms_exist():
     for name in (*CORE, "when_to_retrieve", *UPPER):
         assert (PACKAGE / name / "__init__.py").is_file(), name
-    assert len(MODULES) > 40  # the walk found the package
+    for name in LAB_ROOMS:
+        assert (LAB / name / "__init__.py").is_file(), name
+    assert len(RAQA_MODULES) > 40 and len(LAB_MODULES) > 40  # the walk found both packages
+
+
+def test_raqa_never_imports_the_lab():
+    """The wall between the two packages: what the page runs stands without the lab (a Space ships raqa/ alone)."""
+    offenders = {where(p): sorted(n for n in imports(p) if n == "lab" or n.startswith("lab.")) for p in RAQA_MODULES}
+    app = imports(ROOT / "app.py")
+    assert {k: v for k, v in offenders.items() if v} == {} and not any(n.startswith("lab") for n in app)
 
 
 def test_only_the_web_room_imports_gradio():
     offenders = [
-        str(p.relative_to(PACKAGE))
+        where(p)
         for p in MODULES
-        if room(p) != "web" and any(n == "gradio" or n.startswith("gradio.") for n in imports(p))
+        if room(p) != "raqa/web" and any(n == "gradio" or n.startswith("gradio.") for n in imports(p))
     ]
     assert offenders == []
 
@@ -60,17 +82,23 @@ def test_only_the_web_room_imports_gradio():
 @pytest.mark.parametrize("core", CORE)
 def test_the_core_imports_nothing_from_the_rooms_above_it(core):
     offenders = {
-        str(p.relative_to(PACKAGE)): sorted(raqa_rooms(p) & {*UPPER, "when_to_retrieve", "service"})
-        for p in MODULES
-        if room(p) == core
+        where(p): sorted(raqa_rooms(p) & {*UPPER, "when_to_retrieve", "service", "batch"})
+        for p in RAQA_MODULES
+        if room(p) == f"raqa/{core}"
     }
     assert {k: v for k, v in offenders.items() if v} == {}
 
 
-@pytest.mark.parametrize("lower", ["training", "evaluation", "when_to_retrieve"])
+@pytest.mark.parametrize("lower", ["raqa/evaluation", "raqa/when_to_retrieve", "lab/training", "lab/evaluation"])
 def test_training_and_evaluation_never_reach_into_the_page_the_tools_or_the_cli(lower):
     offenders = {
-        str(p.relative_to(PACKAGE)): sorted(raqa_rooms(p) & {"web", "ops", "cli"}) for p in MODULES if room(p) == lower
+        where(p): sorted(
+            n
+            for n in imports(p)
+            if n.split(".")[:2] in (["raqa", "web"], ["raqa", "cli"], ["lab", "ops"], ["lab", "cli"])
+        )
+        for p in MODULES
+        if room(p) == lower
     }
     assert {k: v for k, v in offenders.items() if v} == {}
 
@@ -86,14 +114,14 @@ def reads_environment(path: Path) -> list[int]:
 
 
 # A new process started to be timed gets this process's environment as it is; nothing is read from it.
-PASSES_ENVIRONMENT_ON = {"ops/bench_start.py"}
+PASSES_ENVIRONMENT_ON = {"lab/ops/bench_start.py"}
 
 
 def test_environment_variables_are_read_only_in_config():
     readers = {
-        str(p.relative_to(PACKAGE)): reads_environment(p)
+        where(p): reads_environment(p)
         for p in MODULES
-        if p.name != "config.py" and str(p.relative_to(PACKAGE)) not in PASSES_ENVIRONMENT_ON
+        if where(p) != "raqa/config.py" and where(p) not in PASSES_ENVIRONMENT_ON
     }
     assert {k: v for k, v in readers.items() if v} == {}
     app = (PACKAGE.parent / "app.py").read_text()
@@ -101,7 +129,7 @@ def test_environment_variables_are_read_only_in_config():
 
 
 def test_no_module_is_over_350_lines():
-    sizes = {str(p.relative_to(PACKAGE)): len(p.read_text().splitlines()) for p in MODULES}
+    sizes = {where(p): len(p.read_text().splitlines()) for p in MODULES}
     assert {k: v for k, v in sizes.items() if v > MAX_LINES} == {}
 
 
@@ -111,9 +139,9 @@ MAX_WEB_FUNCTION_LINES = 80
 def test_no_function_in_the_web_room_is_over_80_lines():
     """A page built as one long function hides which tab owns what: each tab lays itself out in its own module."""
     lengths = {
-        f"{p.relative_to(PACKAGE)}:{node.name}": node.end_lineno - node.lineno + 1
-        for p in MODULES
-        if room(p) == "web"
+        f"{where(p)}:{node.name}": node.end_lineno - node.lineno + 1
+        for p in RAQA_MODULES
+        if room(p) == "raqa/web"
         for node in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
     }
@@ -125,9 +153,10 @@ def test_the_service_is_under_200_lines():
     assert len((PACKAGE / "service.py").read_text(encoding="utf-8").splitlines()) < 200
 
 
-def test_main_only_calls_the_cli():
-    main = (PACKAGE / "__main__.py").read_text().splitlines()
-    assert len(main) <= 15 and "raqa.cli" in "\n".join(main)
+@pytest.mark.parametrize("package", [PACKAGE, LAB])
+def test_main_only_calls_the_cli(package):
+    main = (package / "__main__.py").read_text().splitlines()
+    assert len(main) <= 15 and f"{package.name}.cli" in "\n".join(main)
 
 
 def test_the_architecture_check_would_catch_a_breach(tmp_path):
@@ -141,12 +170,12 @@ def test_the_architecture_check_would_catch_a_breach(tmp_path):
 
 
 def module_name(path: Path) -> str:
-    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    parts = path.relative_to(ROOT).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
 def import_graph(modules: list[Path]) -> dict[str, set[str]]:
-    """Each raqa module's raqa modules, from every import in it (at the top, inside functions or for type checks)."""
+    """Each module's modules of raqa and lab, from every import in it (at the top, inside functions or for type checks)."""
     known = {module_name(p) for p in modules}
     return {module_name(p): {n for n in imports(p) if n in known} - {module_name(p)} for p in modules}
 

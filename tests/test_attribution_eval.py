@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from lab.evaluation.attribution_eval import collect, depends_on, markdown_table, summarise
+from lab.evaluation.positives import PositiveIndex
 from raqa.config import RunSettings
-from raqa.evaluation.attribution_eval import collect, depends_on, markdown_table, summarise
-from raqa.evaluation.positives import PositiveIndex
 from raqa.evaluation.questions import QAItem
 from raqa.models.scripted import ScriptedBackend
 from raqa.reading.events import Attribution, SentenceEffect
@@ -60,7 +60,7 @@ def test_the_committed_record_is_recomputed_from_its_rows_and_the_docs_show_it()
     again = summarise(results["rows"])
     assert json.dumps(again, sort_keys=True) == json.dumps({k: results[k] for k in again}, sort_keys=True)
     assert results["answered_windows"] >= 200  # the n
-    assert record["command"].startswith("python -m raqa experiment attribution")
+    assert record["command"].startswith("python -m lab experiment attribution")
     reading = (ROOT / "docs" / "reading.md").read_text(encoding="utf-8")
     assert markdown_table(results) in reading
 

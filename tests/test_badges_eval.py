@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from raqa.cli import main
+from lab.cli import main
+from lab.evaluation.badges import RuleJudge, SharedReplies, rule_settings, run_rows, score, score_rule
+from lab.evaluation.positives import PositiveIndex
 from raqa.config import RunSettings
-from raqa.evaluation.badges import RuleJudge, SharedReplies, rule_settings, run_rows, score, score_rule
-from raqa.evaluation.positives import PositiveIndex
 from raqa.evaluation.questions import QAItem
 from raqa.reading.judge import JudgeReading
 from raqa.reading.support import FEATURES, SupportModel
@@ -118,7 +118,7 @@ def test_the_committed_record_recomputes_from_its_committed_rows():
     record = json.loads((RESULTS_DIR / "badges-nq+triviaqa.json").read_text())
     rows = [json.loads(line) for line in (RESULTS_DIR / record["rows"]).read_text().splitlines() if line.strip()]
     assert json.dumps(score(rows), sort_keys=True) == json.dumps(record["results"], sort_keys=True)  # NaN-safe
-    assert len(rows) == record["sample"]["questions"] and record["command"].startswith("python -m raqa eval-badges")
+    assert len(rows) == record["sample"]["questions"] and record["command"].startswith("python -m lab eval-badges")
     for dataset in ("nq", "triviaqa"):
         after = record["results"][dataset]["per_question"]["after"]
         answers = after["answered_precision"]["n"] + after["weak_precision"]["n"]

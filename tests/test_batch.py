@@ -19,12 +19,12 @@ from types import SimpleNamespace
 import pytest
 from fault_server import FaultServer, Reply, streamed
 
+from raqa.batch import BatchError, read_finished, run_batch
 from raqa.cli import main
 from raqa.config import AppConfig
 from raqa.evaluation import questions
 from raqa.evaluation.questions import QAItem
 from raqa.models.scripted import ScriptedBackend
-from raqa.ops.batch import BatchError, read_finished, run_batch
 from raqa.service import Service
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -73,7 +73,7 @@ def test_no_more_than_concurrency_items_run_at_once(tmp_path, concurrency, count
 WORKER = """
 import sys, time
 from types import SimpleNamespace
-from raqa.ops.batch import run_batch
+from raqa.batch import run_batch
 
 out, log = sys.argv[1], sys.argv[2]
 

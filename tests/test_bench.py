@@ -11,10 +11,9 @@ import time
 import numpy as np
 import pytest
 
-from raqa.config import AppConfig
-from raqa.ops import bench, bench_start
-from raqa.ops.bench import BenchResults, Row, build_rows, format_table
-from raqa.ops.bench_measure import (
+from lab.ops import bench, bench_start
+from lab.ops.bench import BenchResults, Row, build_rows, format_table
+from lab.ops.bench_measure import (
     IndexTimes,
     ModelLoad,
     RetrievalLatency,
@@ -24,8 +23,9 @@ from raqa.ops.bench_measure import (
     retrieval_latency,
     top_k,
 )
-from raqa.ops.bench_start import AskStart, StartTime
-from raqa.ops.bench_timing import CpuWatch, percentile
+from lab.ops.bench_start import AskStart, StartTime
+from lab.ops.bench_timing import CpuWatch, percentile
+from raqa.config import AppConfig
 from raqa.retrieval.corpus import Page
 from raqa.retrieval.index import BM25Index
 
@@ -119,7 +119,7 @@ def test_json_record_is_serialisable():
     args = argparse.Namespace(queries=500, token_questions=50, corpus=None, model=None, adapter=None, out="b.json")
     payload = bench.to_json(args, _results(TokenCosts(50, 0, 700.0, 2000.0, 1.2)), "wiki", "smol")
     text = json.dumps(payload)
-    assert payload["command"] == "python -m raqa bench --queries 500 --token-questions 50 --out b.json"
+    assert payload["command"] == "python -m lab bench --queries 500 --token-questions 50 --out b.json"
     assert payload["retrieval"]["speedup"] == 50.0 and payload["tokens"]["ratio"] == 0.35
     assert {"cpu_count", "platform", "torch_threads"} <= payload["machine"].keys()
     assert {"code_version", "date", "load_average_before"} <= payload.keys()

@@ -8,9 +8,9 @@ import math
 import pytest
 from test_speed import tiny_llama
 
-from raqa.ops.bench_decode import DecodeComparison, PathSpeed, compare_decode, decode_record
-from raqa.ops.bench_measure import VerdictTimes
-from raqa.ops.bench_speed import ReplyTimes, SpeedComparison, packed_rows
+from lab.ops.bench_decode import DecodeComparison, PathSpeed, compare_decode, decode_record
+from lab.ops.bench_measure import VerdictTimes
+from lab.ops.bench_speed import ReplyTimes, SpeedComparison, packed_rows
 
 
 def test_fp32_and_packed_paths_are_timed_and_compared_and_a_missing_llama_cpp_says_why() -> None:

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from lab.evaluation import registry
+from lab.evaluation.call_journal import journaled, remembered, rows_file
 from raqa.config import AppConfig
-from raqa.evaluation import registry
-from raqa.evaluation.call_journal import journaled, remembered, rows_file
 from raqa.evaluation.fan_out import calls_at_once, fan_out
 from raqa.evaluation.questions import QAItem
 from raqa.models.base import ModelError

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import os
@@ -12,8 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from raqa.cli import main
+from lab.cli import build_parser as build_lab_parser
+from lab.cli import main as lab_main
+from raqa.cli import build_parser, main
 from raqa.config import AppConfig, RunSettings
+from raqa.evaluation.records import DEMO_VERBS
 from raqa.loading import Lazy
 from raqa.models.base import ModelError
 from raqa.models.scripted import ScriptedBackend
@@ -276,7 +280,7 @@ def test_app_with_a_malformed_corpus_names_the_line(tmp_path: Path) -> None:
     ],
 )
 def test_adapt_commands_refuse_bad_input_with_exit_2(argv, message, capsys: pytest.CaptureFixture) -> None:
-    assert main(argv) == 2
+    assert run_cli(argv) == 2
     assert message in capsys.readouterr().err
 
 
@@ -401,7 +405,7 @@ def test_route_without_a_when_to_retrieve_model_exits_2(
         return Service(config, tiny_pages, tiny_index, ScriptedBackend([]), "tiny", {})
 
     def no_adapters(*args, **kwargs):
-        raise ModelError("Adapt-LLM needs the embedded model (python -m raqa train-adapt).")
+        raise ModelError("Adapt-LLM needs the embedded model (python -m lab train-adapt).")
 
     monkeypatch.setattr(Service, "load", classmethod(load))
     monkeypatch.setattr(adapt_model, "load_adapt_model", no_adapters)
@@ -417,17 +421,17 @@ def test_experiment_runs_through_the_registry_and_writes_its_record(
 
     tiny_service(*[DECLINE] * 20)
     items = [QAItem("t-1", "Which river flows through Austria?", ("Danube",))]
-    from raqa.evaluation import registry
+    from lab.evaluation import registry
 
     monkeypatch.setattr(questions, "load_questions", lambda *args: items)
     monkeypatch.setattr(registry, "load_questions", lambda *args: items)  # imported by name there
     argv = ["experiment", "topk_vs_iterative", "--limit", "1", "--seed", "3", "--out", str(tmp_path)]
-    assert main(argv) == 0
+    assert lab_main(argv) == 0
     record = json.loads((tmp_path / "topk_vs_iterative-nq.json").read_text())
     # a record written to its own folder names it, so that rerunning the command writes it there again
     assert (
         record["command"]
-        == f"python -m raqa experiment topk_vs_iterative --dataset nq --limit 1 --seed 3 --out {tmp_path}"
+        == f"python -m lab experiment topk_vs_iterative --dataset nq --limit 1 --seed 3 --out {tmp_path}"
     )
     assert record["sample"] == {"split": "test", "limit": 1, "seed": 3, "pool": 1}
     assert (record["model"], record["corpus"]) == ("scripted", "tiny (8 pages)")
@@ -447,20 +451,38 @@ def test_reader_comparison_with_an_unknown_reader_exits_2(tiny_service, monkeypa
     tiny_service()
     monkeypatch.setattr(questions, "load_questions", lambda *args: [])
     argv = ["experiment", "reader_comparison", "--reader", "nope", "--out", str(tmp_path)]
-    assert main(argv) == 2
+    assert lab_main(argv) == 2
     assert "Invalid reader: 'nope'. Choose from: base." in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
 
 
+def verbs(parser) -> list[str]:
+    """The verbs a command line's parser offers, in its order."""
+    return list(next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices)
+
+
+def run_cli(argv: list[str]) -> int:
+    """`python -m raqa` for the demo's verbs, `python -m lab` for the lab's."""
+    return (main if argv[0] in verbs(build_parser()) else lab_main)(argv)
+
+
+def test_the_demo_offers_its_six_verbs_and_the_lab_the_rest() -> None:
+    assert verbs(build_parser()) == list(DEMO_VERBS)  # what records name as `python -m raqa`
+    assert {"bench", "experiment", "train-reader", "eval-pipeline", "deploy-space"} <= set(verbs(build_lab_parser()))
+    assert not set(verbs(build_parser())) & set(verbs(build_lab_parser()))
+
+
 def test_every_verb_has_help_and_the_cli_never_imports_gradio_or_torch() -> None:
-    verbs = ["ask", "route", "bench", "experiment", "train-reader", "train-adapt", "eval-adapt", "load-test"]
-    verbs += ["soak", "batch", "scale-bench"]
     code = (
         "import sys, contextlib, io\n"
-        "from raqa.cli import main\n"
-        f"for verb in {verbs!r}:\n"
-        "    with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
-        "        main([verb, '--help'])\n"
+        "from raqa.cli import main, build_parser\n"
+        "from lab.cli import main as lab_main, build_parser as build_lab_parser\n"
+        "import argparse\n"
+        "for run, parser in ((main, build_parser()), (lab_main, build_lab_parser())):\n"
+        "    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))\n"
+        "    for verb in sub.choices:\n"
+        "        with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+        "            run([verb, '--help'])\n"
         "print(sorted(m for m in ('gradio', 'torch', 'transformers') if m in sys.modules))\n"
     )
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
@@ -471,10 +493,9 @@ def test_every_verb_has_help_and_the_cli_never_imports_gradio_or_torch() -> None
 def test_train_reader_and_train_adapt_pass_their_options_to_the_one_trainers_configs(monkeypatch, tmp_path):
     from dataclasses import replace
 
-    import raqa.training.reader
-    import raqa.training.when_to_retrieve
-    from raqa.cli import main
-    from raqa.training.lora import ADAPT_LORA, READER_LORA
+    import lab.training.reader
+    import lab.training.when_to_retrieve
+    from lab.training.lora import ADAPT_LORA, READER_LORA
 
     seen = {}
 
@@ -486,10 +507,10 @@ def test_train_reader_and_train_adapt_pass_their_options_to_the_one_trainers_con
         seen["adapt"] = settings
         return {"wall_seconds": 1.0, "data": {}}
 
-    monkeypatch.setattr(raqa.training.reader, "train_reader", reader)
-    monkeypatch.setattr(raqa.training.when_to_retrieve, "train_adapt", adapt)
-    assert main(["train-reader", "--accumulation", "8", "--rank", "4", "--out", str(tmp_path / "r")]) == 0
-    assert main(["train-adapt", "--batch", "16", "--micro-batch", "4", "--out", str(tmp_path / "a")]) == 0
+    monkeypatch.setattr(lab.training.reader, "train_reader", reader)
+    monkeypatch.setattr(lab.training.when_to_retrieve, "train_adapt", adapt)
+    assert lab_main(["train-reader", "--accumulation", "8", "--rank", "4", "--out", str(tmp_path / "r")]) == 0
+    assert lab_main(["train-adapt", "--batch", "16", "--micro-batch", "4", "--out", str(tmp_path / "a")]) == 0
     assert seen["reader"] == replace(READER_LORA, batch=8, rank=4)
     assert seen["adapt"] == replace(ADAPT_LORA, batch=16, micro_batch=4)
 

@@ -7,6 +7,7 @@ import json
 import pytest
 from adapt_fakes import FakeAdaptModel, knows_paris
 
+from lab.cli import main as lab_main
 from raqa.cli import main
 from raqa.config import AppConfig
 from raqa.loading import Lazy
@@ -57,7 +58,7 @@ def test_pipeline_for_a_person_prints_the_answer_on_stdout(fake_service, capsys)
     ],
 )
 def test_bad_input_exits_2_before_loading(argv, message, capsys):
-    assert main(argv) == 2
+    assert (main if argv[0] == "pipeline" else lab_main)(argv) == 2
     assert message in capsys.readouterr().err
 
 
@@ -67,5 +68,5 @@ def test_pipeline_with_bad_reading_settings_exits_2(fake_service, capsys):
 
 
 def test_eval_pipeline_through_an_unknown_server_exits_2_naming_the_servers(fake_service, capsys):
-    assert main(["eval-pipeline", "--limit", "1", "--dev", "1", "--endpoint", "Nope", "--concurrency", "4"]) == 2
+    assert lab_main(["eval-pipeline", "--limit", "1", "--dev", "1", "--endpoint", "Nope", "--concurrency", "4"]) == 2
     assert "Invalid endpoint: 'Nope'. Choose from: none (RAQA_ENDPOINTS)." in capsys.readouterr().err

@@ -47,7 +47,7 @@ def test_every_window_figure_with_packed_weights_lies_in_fp32s_interval(records)
 
 
 def test_the_docs_table_is_rendered_from_the_records_and_the_bench_holds_all_three_paths() -> None:
-    from raqa.ops.decode_report import load_records, markdown_table
+    from lab.ops.decode_report import load_records, markdown_table
 
     records = load_records()
     speed = records["bench"]["speed"]

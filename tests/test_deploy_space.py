@@ -1,4 +1,4 @@
-"""`python -m raqa deploy-space`: which files go to a Space, how the Hub will store each, what is refused, and the
+"""`python -m lab deploy-space`: which files go to a Space, how the Hub will store each, what is refused, and the
 command's messages. The upload itself needs the Hub, which cannot be reached from here."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from raqa.cli import main
-from raqa.ops.deploy_space import (
+from lab.cli import main
+from lab.ops.deploy_space import (
     LARGE_ABOVE_BYTES,
     DeployError,
     check_repo_id,
@@ -44,6 +44,7 @@ APP = {
     "assets/picture.png": b"\x89PNG\r\n\x1a\n" + bytes(100),
     "assets/big.jsonl": b'{"text": "a"}\n' * (LARGE_ABOVE_BYTES // 14 + 1),
     "tests/test_app.py": b"def test(): pass\n",
+    "lab/__init__.py": b"",
     ".ci/run": b"#!/bin/sh\n",
     "requirements-dev.txt": b"pytest\n",
 }
@@ -163,7 +164,8 @@ def test_the_dry_run_lists_this_checkout_as_a_tree_the_hub_accepts(capsys):
     rows = [line.split() for line in out.out.splitlines()[:-1]]
     listed = {row[2]: (int(row[0].replace(",", "")), row[1]) for row in rows}
     assert "app.py" in listed and "README.md" in listed and "requirements-data.txt" in listed
-    assert not any(p.startswith(("tests/", ".ci/")) for p in listed)
+    assert not any(p.startswith(("tests/", ".ci/", "lab/")) for p in listed)
+    assert "raqa/service.py" in listed
     assert listed["assets/judge/model.safetensors"][1] == "large"
     assert listed["assets/screenshot.png"][1] == "large"
     for path, (size, how) in listed.items():
@@ -175,6 +177,6 @@ def test_the_dry_run_lists_this_checkout_as_a_tree_the_hub_accepts(capsys):
 
 def test_the_command_runs_as_a_module():
     done = subprocess.run(
-        [sys.executable, "-m", "raqa", "deploy-space", "x", "--dry-run"], cwd=ROOT, capture_output=True, text=True
+        [sys.executable, "-m", "lab", "deploy-space", "x", "--dry-run"], cwd=ROOT, capture_output=True, text=True
     )
     assert done.returncode == 2 and "Invalid Space id" in done.stderr

@@ -1,5 +1,5 @@
 """The README and docs/ hold no number that could drift from its record, and no link that leads nowhere: every marked
-table re-renders from the committed records to exactly what the page holds (`python -m raqa.ops.render_docs`), and
+table re-renders from the committed records to exactly what the page holds (`python -m lab.ops.render_docs`), and
 every relative link, anchor included, names a file and a heading that exist."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from raqa.ops.render_docs import BLOCK, TABLES, render
+from lab.ops.render_docs import BLOCK, TABLES, render
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = sorted((ROOT / "docs").glob("*.md"))
@@ -30,7 +30,7 @@ def _anchors(page: Path) -> set[str]:
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
 def test_every_table_in_the_page_is_what_its_records_render(page: Path) -> None:
     text = page.read_text(encoding="utf-8")
-    assert render(text) == text, f"{page.name} differs from its records: run python -m raqa.ops.render_docs"
+    assert render(text) == text, f"{page.name} differs from its records: run python -m lab.ops.render_docs"
 
 
 def test_every_table_is_shown_on_some_page_and_names_the_file_it_reads_and_the_command_that_makes_it() -> None:
@@ -39,7 +39,8 @@ def test_every_table_is_shown_on_some_page_and_names_the_file_it_reads_and_the_c
     for name, table in TABLES.items():
         text = table()
         assert re.search(r"`(assets|raqa)/", text.splitlines()[0] + text.splitlines()[1]), name
-        assert "`python -m raqa" in text or name == "deploy/limits", name  # the limits are the code's, not a run's
+        # the limits are the code's, not a run's
+        assert re.search(r"`python -m (raqa|lab)", text) or name == "deploy/limits", name
 
 
 def test_render_rewrites_only_between_the_markers_and_refuses_an_unknown_table() -> None:

@@ -17,11 +17,11 @@ import pytest
 from adapt_fakes import FakeAdaptModel, knows_paris
 from browser import ROOT, opened_tab, page_css
 
+from lab.ops.page_start import started_app
+from lab.ops.reliability import serve
 from raqa.config import AppConfig
 from raqa.loading import Lazy
 from raqa.models.scripted import ScriptedBackend
-from raqa.ops.page_start import started_app
-from raqa.ops.reliability import serve
 from raqa.retrieval.corpus import Page
 from raqa.retrieval.index import BM25Index
 from raqa.service import Service
@@ -347,4 +347,4 @@ def test_when_to_retrieve_leads_with_the_pipeline_and_folds_the_evaluation(page)
             timeout=30000,
         )
         captions = " ".join(page.locator(".raqa-w2r-caption").all_inner_texts())
-        assert "python -m raqa eval-adapt" in captions and "python -m raqa eval-pipeline" in captions
+        assert "python -m lab eval-adapt" in captions and "python -m lab eval-pipeline" in captions

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from browser import opened_tab, page_css
 
+from lab.ops.reliability import serve
 from raqa.config import AppConfig
 from raqa.models.scripted import ScriptedBackend
-from raqa.ops.reliability import serve
 from raqa.service import Service
 
 pytestmark = pytest.mark.e2e

@@ -11,12 +11,12 @@ from browser import page_css
 from test_e2e import _fruit_pages, backend  # noqa: F401 - the fixture, shared
 from test_pipeline_eval import _rows
 
+from lab.evaluation.when_to_retrieve_scores import summarise
+from lab.ops.reliability import serve
 from raqa.evaluation.records import write
-from raqa.evaluation.when_to_retrieve import tuned_thresholds
-from raqa.evaluation.when_to_retrieve_scores import summarise
 from raqa.loading import Lazy
-from raqa.ops.reliability import serve
 from raqa.web.pipeline_recordings import Choice, record_pipeline, write_pipeline_recording
+from raqa.when_to_retrieve.tuned import tuned_thresholds
 
 pytestmark = pytest.mark.e2e
 EXAMPLES = [
@@ -37,7 +37,7 @@ def server(tmp_path_factory, backend):  # noqa: F811
     results = tmp_path_factory.mktemp("results")
     rows = _rows()
     record = {**summarise([dict(r, split="dev") for r in rows], rows), "examples": EXAMPLES}
-    write("pipeline", "nq", record, {"command": "python -m raqa eval-pipeline (synthetic rows)"}, results)
+    write("pipeline", "nq", record, {"command": "python -m lab eval-pipeline (synthetic rows)"}, results)
     pages = _fruit_pages()
     service = Service(
         AppConfig(cache_dir=tmp_path_factory.mktemp("cache")),

@@ -12,9 +12,9 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from test_e2e import _ask, _fruit_pages, _script, backend, page, server  # noqa: F401 - the fixtures, shared
 
+from lab.ops.reliability import serve
 from raqa.config import AppConfig
 from raqa.models.scripted import ScriptedBackend
-from raqa.ops.reliability import serve
 from raqa.retrieval.corpus import Page
 from raqa.retrieval.index import BM25Index
 from raqa.service import Service

@@ -9,11 +9,11 @@ import importlib.util
 
 import pytest
 
+from lab.ops.llama_server import llama_cpp_server
 from raqa.config import AppConfig, RunForm, RunSettings
 from raqa.loading import Lazy
 from raqa.models.endpoint import EndpointBackend, EndpointConfig
 from raqa.models.local import embedded_model_path
-from raqa.ops.llama_server import llama_cpp_server
 from raqa.reading.engine import run
 from raqa.reading.events import Final, ReplyDelta, WindowVerdict
 from raqa.reading.readers import Reader
@@ -62,7 +62,7 @@ def test_the_page_streams_a_run_from_the_server(backend, tiny_pages, tiny_index,
 
 
 def test_an_experiment_reads_its_windows_through_the_server_two_at_a_time(backend, tiny_pages, tiny_index, tmp_path):
-    from raqa.evaluation import registry
+    from lab.evaluation import registry
     from raqa.evaluation.questions import QAItem
 
     service = Service(AppConfig(cache_dir=tmp_path), tiny_pages, tiny_index, backend, "tiny", {})

@@ -4,10 +4,11 @@ import json
 
 import pytest
 
+from lab.evaluation import experiments
+from lab.evaluation.experiments import negative_windows_before_first_positive
+from lab.evaluation.positives import PositiveIndex
 from raqa.config import RunSettings
-from raqa.evaluation import experiments, records
-from raqa.evaluation.experiments import negative_windows_before_first_positive
-from raqa.evaluation.positives import PositiveIndex
+from raqa.evaluation import records
 from raqa.evaluation.questions import QAItem
 from raqa.models.scripted import ScriptedBackend
 from raqa.retrieval.corpus import Page
@@ -103,9 +104,9 @@ def test_unanswerable_uses_only_questions_answered_nowhere(index, positives):
 
 
 def test_write_records_provenance_and_load_reports_broken_files(tmp_path):
-    path = records.write("recall", "nq", {"x": 1}, {"command": "python -m raqa experiment recall"}, tmp_path)
+    path = records.write("recall", "nq", {"x": 1}, {"command": "python -m lab experiment recall"}, tmp_path)
     record = json.loads(path.read_text())
-    assert record["command"].startswith("python -m raqa experiment") and record["results"] == {"x": 1}
+    assert record["command"].startswith("python -m lab experiment") and record["results"] == {"x": 1}
     assert record["code_version"].startswith("raqa ")
     (tmp_path / "broken.json").write_text("{not json")
     loaded = records.load_results(tmp_path)

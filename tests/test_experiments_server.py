@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from raqa.cli import main
+from lab.cli import main
+from lab.evaluation import registry
 from raqa.config import AppConfig
-from raqa.evaluation import questions, registry
+from raqa.evaluation import questions
 from raqa.evaluation.fan_out import calls_at_once, fan_out
 from raqa.evaluation.questions import QAItem
 from raqa.loading import Lazy
@@ -110,7 +111,7 @@ def test_an_experiment_reads_through_the_named_server_n_calls_at_once(served, tm
     path = tmp_path / "unanswerable-nq-srv.json"  # beside the local model's record, not over it
     record = json.loads(path.read_text())
     assert record["command"] == (
-        f"python -m raqa experiment unanswerable --dataset nq --limit 4 --seed 0 --endpoint Srv --concurrency 3 "
+        f"python -m lab experiment unanswerable --dataset nq --limit 4 --seed 0 --endpoint Srv --concurrency 3 "
         f"--out {tmp_path}"
     )
     assert (record["model"], record["weights"], record["server"]) == (
@@ -148,8 +149,8 @@ class NoLogprobs(ScriptedBackend):
 
 
 def test_scores_a_server_cannot_measure_are_missing_not_filled_in(tiny_index) -> None:
+    from lab.evaluation.window_scores import score_windows
     from raqa.config import RunSettings
-    from raqa.evaluation.window_scores import score_windows
 
     item = QAItem("d", "Which river flows through Austria?", ("Danube",))
     window = tiny_index.search(item.question, 1)
@@ -166,7 +167,7 @@ def test_scores_a_server_cannot_measure_are_missing_not_filled_in(tiny_index) ->
 
 
 def test_agreement_says_which_server_values_lie_in_the_local_intervals() -> None:
-    from raqa.ops.server_experiment import agreement
+    from lab.ops.server_experiment import agreement
 
     local = {
         "rows": [

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from raqa.evaluation.positives import PositiveIndex
+from lab.evaluation.positives import PositiveIndex
 from raqa.models.base import ModelError
 from raqa.reading import judge as runtime
 from raqa.reading.judge import (
@@ -54,8 +54,8 @@ def tiny_model(tokenizer):
 
 
 def pairs(tiny_pages, tiny_index):
+    from lab.training.judge_data import build_pairs
     from raqa.evaluation.questions import QAItem
-    from raqa.training.judge_data import build_pairs
 
     item = QAItem("t-1", QUESTION, ("Leonardo da Vinci",))
     found, _ = build_pairs({"tiny": [item]}, tiny_index, PositiveIndex(tiny_pages), per_question=1, seed=0)
@@ -63,13 +63,13 @@ def pairs(tiny_pages, tiny_index):
 
 
 def trained_folder(tmp_path, tokenizer, tiny_pages, tiny_index, method: str = "full") -> Path:
-    from raqa.training.judge import JudgeSettings, save, train
-    from raqa.training.judge_features import features
+    from lab.training.judge import JudgeSettings, save, train
+    from lab.training.judge_features import features
 
     settings = JudgeSettings(method=method, epochs=3, batch=2, max_tokens=64, lr=1e-3, rank=4, alpha=8)
     model = tiny_model(tokenizer)
     if method == "lora":  # the "installed base" is the tiny model, saved where the runtime will look for it
-        from raqa.training.judge import build_model
+        from lab.training.judge import build_model
 
         model.save_pretrained(tmp_path / "base")
         model = build_model(settings, tmp_path / "base")
@@ -82,7 +82,7 @@ def trained_folder(tmp_path, tokenizer, tiny_pages, tiny_index, method: str = "f
 
 
 def test_features_point_at_the_answer_tokens_or_at_cls(tokenizer, tiny_pages, tiny_index) -> None:
-    from raqa.training.judge_features import features
+    from lab.training.judge_features import features
 
     found = pairs(tiny_pages, tiny_index)
     items, dropped = features(tokenizer, found, 64)
@@ -97,8 +97,8 @@ def test_features_point_at_the_answer_tokens_or_at_cls(tokenizer, tiny_pages, ti
 
 
 def test_a_positive_beyond_the_first_row_trains_on_the_row_that_holds_its_answer(tokenizer) -> None:
-    from raqa.training.judge_data import JudgePair
-    from raqa.training.judge_features import features
+    from lab.training.judge_data import JudgePair
+    from lab.training.judge_features import features
 
     text = "Filler words say nothing here. " * 60 + "The Mona Lisa was painted by Leonardo da Vinci."
     page = Page("long", "Mona Lisa", text)
@@ -115,8 +115,8 @@ def test_a_positive_beyond_the_first_row_trains_on_the_row_that_holds_its_answer
 
 
 def test_one_long_question_among_the_pairs_does_not_stop_the_others_from_striding(tokenizer) -> None:
-    from raqa.training.judge_data import JudgePair
-    from raqa.training.judge_features import features
+    from lab.training.judge_data import JudgePair
+    from lab.training.judge_features import features
 
     text = "Filler words say nothing here. " * 60 + "The Mona Lisa was painted by Leonardo da Vinci."
     page = Page("long", "Mona Lisa", text)
@@ -150,7 +150,7 @@ def test_a_few_steps_then_save_load_and_read(tmp_path, tokenizer, tiny_pages, ti
 def test_p_answer_uses_the_card_s_scale_and_bias_and_the_measurement_reports_it(
     tmp_path, tokenizer, tiny_pages, tiny_index
 ) -> None:
-    from raqa.training.judge_eval import measure
+    from lab.training.judge_eval import measure
 
     folder = trained_folder(tmp_path, tokenizer, tiny_pages, tiny_index)
     card = json.loads((folder / CARD_FILE).read_text())
@@ -210,7 +210,7 @@ def test_loading_fails_with_one_clear_line(tmp_path, monkeypatch) -> None:
 
 def test_the_train_judge_verb_checks_its_numbers_without_loading_torch() -> None:
     code = (
-        "import sys\nfrom raqa.cli import main\n"
+        "import sys\nfrom lab.cli import main\n"
         "print(main(['train-judge', '--epochs', '0']))\n"
         "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))\n"
     )
@@ -237,8 +237,8 @@ def test_a_stopped_training_resumes_from_its_checkpoint_and_ends_where_an_unbrok
 ) -> None:
     import torch
 
-    from raqa.training.judge import JudgeSettings, train
-    from raqa.training.judge_features import features
+    from lab.training.judge import JudgeSettings, train
+    from lab.training.judge_features import features
 
     settings = JudgeSettings(epochs=4, batch=1, max_tokens=64, lr=1e-3, checkpoint_every=2)
     items, _ = features(tokenizer, pairs(tiny_pages, tiny_index), settings.max_tokens)
@@ -274,14 +274,14 @@ def test_a_stopped_training_resumes_from_its_checkpoint_and_ends_where_an_unbrok
 
 
 def test_train_judge_options_are_checked_before_anything_loads() -> None:
-    from raqa.training.judge import JudgeSettings
+    from lab.training.judge import JudgeSettings
 
     for bad in ({"depth": 10}, {"depth": 500}, {"checkpoint_every": -3}):
         with pytest.raises(ValueError):
             JudgeSettings(**bad).check()
     JudgeSettings(depth=50, checkpoint_every=100).check()
     run = subprocess.run(
-        [sys.executable, "-m", "raqa", "train-judge", "--holdout", "3"],
+        [sys.executable, "-m", "lab", "train-judge", "--holdout", "3"],
         capture_output=True,
         text=True,
         cwd=ROOT,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from raqa.training.judge_card import readme
+from lab.training.judge_card import readme
 
 JUDGE = Path(__file__).resolve().parent.parent / "assets" / "judge"
 

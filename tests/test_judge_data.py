@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import random
 
-from raqa.evaluation.positives import PositiveIndex
+from lab.evaluation.positives import PositiveIndex
+from lab.training.judge_data import build_pairs, label_page, question_pairs
 from raqa.evaluation.questions import QAItem
 from raqa.retrieval.corpus import Page
-from raqa.training.judge_data import build_pairs, label_page, question_pairs
 
 MONA = QAItem(
     "t-1", "Who painted the Mona Lisa that hangs in a museum, and is it older than chess?", ("Leonardo da Vinci",)

@@ -3,10 +3,10 @@
 import pytest
 from test_reader_comparison import ITEMS, PAGES
 
-from raqa.evaluation.positives import PositiveIndex
+from lab.evaluation.positives import PositiveIndex
+from lab.training.judge_gate import calibrate, choose_gate
 from raqa.reading.judge import AnswerJudge, JudgeReading
 from raqa.retrieval.index import BM25Index
-from raqa.training.judge_gate import calibrate, choose_gate
 
 
 class LochJudge:

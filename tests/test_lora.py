@@ -12,7 +12,7 @@ import pytest
 torch = pytest.importorskip("torch")
 from transformers import LlamaConfig, LlamaForCausalLM  # noqa: E402
 
-from raqa.training.lora import (  # noqa: E402
+from lab.training.lora import (  # noqa: E402
     ADAPT_LORA,
     READER_LORA,
     Example,
@@ -25,7 +25,7 @@ from raqa.training.lora import (  # noqa: E402
     step_batches,
     train,
 )
-from raqa.training.when_to_retrieve import loss_curve  # noqa: E402
+from lab.training.when_to_retrieve import loss_curve  # noqa: E402
 
 
 class CharTokenizer:

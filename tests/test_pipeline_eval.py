@@ -10,10 +10,8 @@ from pathlib import Path
 import pytest
 from test_pipeline import service  # noqa: F401 - the scripted service, shared
 
-from raqa.config import RunForm
-from raqa.evaluation.questions import QAItem
-from raqa.evaluation.when_to_retrieve import dev_row, interleave, make_rows, question_row
-from raqa.evaluation.when_to_retrieve_scores import (
+from lab.evaluation.when_to_retrieve import dev_row, interleave, make_rows, question_row
+from lab.evaluation.when_to_retrieve_scores import (
     closed_book_curve,
     outcome,
     pipeline_curve,
@@ -21,6 +19,8 @@ from raqa.evaluation.when_to_retrieve_scores import (
     summarise,
     youden_threshold,
 )
+from raqa.config import RunForm
+from raqa.evaluation.questions import QAItem
 from raqa.when_to_retrieve.uncertainty import SIGNALS, closed_book
 
 
@@ -167,7 +167,7 @@ def test_the_figures_draw_a_record():
 @pytest.mark.parametrize("path", COMMITTED, ids=[p.stem for p in COMMITTED])
 def test_the_committed_record_is_what_its_rows_give(path):
     record = json.loads(path.read_text(encoding="utf-8"))
-    assert record["command"].startswith("python -m raqa eval-pipeline") and record["code_version"]
+    assert record["command"].startswith("python -m lab eval-pipeline") and record["code_version"]
     rows = record["results"]["rows"]
     again = summarise(rows["dev"], rows["test"])
     for dataset, d in record["results"]["datasets"].items():

@@ -115,10 +115,10 @@ def test_record_pipeline_writes_one_recording_per_question(service, tmp_path, ca
 def test_every_example_of_the_tab_replays_with_the_tabs_own_choices():
     """The committed recordings match what a click sends: each example, policy adapt, the tab's tuned threshold."""
     from raqa.config import ASSETS_DIR
-    from raqa.evaluation.when_to_retrieve import MEMORY_QUESTIONS, tuned_thresholds
     from raqa.web.examples import load_examples
     from raqa.web.pipeline_recordings import PIPELINE_RECORDINGS_DIR
     from raqa.web.recordings import load_recordings
+    from raqa.when_to_retrieve.tuned import MEMORY_QUESTIONS, tuned_thresholds
 
     record = json.loads((ASSETS_DIR / "results" / "pipeline-nq+triviaqa.json").read_text(encoding="utf-8"))
     choice = Choice("adapt", tuned_thresholds(record)["adapt"])

@@ -2,9 +2,10 @@
 
 import pytest
 
+from lab.evaluation import reader_comparison
+from lab.evaluation.positives import PositiveIndex
 from raqa.config import RunSettings
-from raqa.evaluation import reader_comparison, records
-from raqa.evaluation.positives import PositiveIndex
+from raqa.evaluation import records
 from raqa.evaluation.questions import QAItem
 from raqa.models.scripted import ScriptedBackend
 from raqa.retrieval.corpus import Page

@@ -3,14 +3,8 @@ from dev questions only."""
 
 import pytest
 
-from raqa.evaluation.positives import PositiveIndex
-from raqa.evaluation.questions import QAItem, load_questions
-from raqa.reading import grounding
-from raqa.reading.prompts import DEMONSTRATIONS, SYSTEM_PROMPT, parse_reply
-from raqa.retrieval.corpus import Page
-from raqa.retrieval.index import BM25Index
-from raqa.text import normalize_answer
-from raqa.training.reader_data import (
+from lab.evaluation.positives import PositiveIndex
+from lab.training.reader_data import (
     TRAIN_DATASETS,
     answer_span,
     build_examples,
@@ -19,6 +13,12 @@ from raqa.training.reader_data import (
     mix,
     visible_sentences,
 )
+from raqa.evaluation.questions import QAItem, load_questions
+from raqa.reading import grounding
+from raqa.reading.prompts import DEMONSTRATIONS, SYSTEM_PROMPT, parse_reply
+from raqa.retrieval.corpus import Page
+from raqa.retrieval.index import BM25Index
+from raqa.text import normalize_answer
 
 PAGES = [
     Page(str(i), f"River {name}", text)

@@ -4,9 +4,9 @@ import re
 
 from test_reader_comparison import ITEMS, PAGES, identity
 
+from lab.evaluation.positives import PositiveIndex
+from lab.evaluation.reading_defaults import CONFIGS, choose, reading_defaults
 from raqa.config import RunSettings
-from raqa.evaluation.positives import PositiveIndex
-from raqa.evaluation.reading_defaults import CONFIGS, choose, reading_defaults
 from raqa.models.scripted import ScriptedBackend
 from raqa.reading.engine import in_reading_order
 from raqa.retrieval.index import BM25Index

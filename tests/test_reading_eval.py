@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from raqa.evaluation.reading_eval import MIN_GREEN, choose_weak, green_threshold, replay_cut, run_row, summarise
+from lab.evaluation.reading_eval import MIN_GREEN, choose_weak, green_threshold, replay_cut, run_row, summarise
 
 
 def _row(kind="readable", answer="x", verdict="weak", right=False, support=0.6, seconds=10.0, windows=1, asked=1):

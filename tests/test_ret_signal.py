@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from raqa.__main__ import main
+from lab.__main__ import main
+from lab.evaluation.ret_signal import compare, paired_auc, rescored_rows, spread
+from lab.training.when_to_retrieve_data import Labelled
 from raqa.config import ASSETS_DIR
-from raqa.evaluation.ret_signal import compare, paired_auc, rescored_rows, spread
-from raqa.training.when_to_retrieve_data import Labelled
 from raqa.web.figures_when_to_retrieve import ret_signal_figure
 from raqa.web.render_when_to_retrieve import ret_signal_summary
 from raqa.when_to_retrieve.uncertainty import SIGNALS
@@ -97,7 +97,7 @@ def record_files(tmp_path: Path) -> dict[str, Path]:
     record = {
         "experiment": "pipeline",
         "dataset": "nq+triviaqa",
-        "command": "python -m raqa eval-pipeline",
+        "command": "python -m lab eval-pipeline",
         "results": {"rows": rows},
     }
     (tmp_path / "record.json").write_text(json.dumps(record))
@@ -139,8 +139,8 @@ def _args(files: dict[str, Path], *extra: str) -> list[str]:
 
 def test_compare_ret_writes_the_comparison_and_can_rescore_the_pipeline_record(record_files, monkeypatch, capsys):
     known = {f"question {i} of" for i in range(3)} | {"trained 0?", "trained 1?"}
-    monkeypatch.setattr("raqa.cli.ret_signal._load", lambda args: _FakeAdapters(known))
-    monkeypatch.setattr("raqa.cli.ret_signal.example_decisions", lambda model, results: [])
+    monkeypatch.setattr("lab.cli.ret_signal._load", lambda args: _FakeAdapters(known))
+    monkeypatch.setattr("lab.cli.ret_signal.example_decisions", lambda model, results: [])
     assert main(_args(record_files)) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["candidate_higher_on_every_test_set"] is True
@@ -150,7 +150,7 @@ def test_compare_ret_writes_the_comparison_and_can_rescore_the_pipeline_record(r
     assert groups["test:nq"]["auc"]["baseline"]["value"] == 0.5 and groups["test:nq"]["auc"]["candidate"]["value"] == 1
     assert groups["training"]["auc"]["candidate"]["value"] == 1.0
     assert written["results"]["record_matches"]["baseline"] == {"nq": 0.0, "triviaqa": 0.0}
-    assert written["command"].startswith("python -m raqa compare-ret --candidate")
+    assert written["command"].startswith("python -m lab compare-ret --candidate")
     assert written["corpus"].startswith("none")
     assert len(written["results"]["questions"]["test:nq"]) == 10
     figure = ret_signal_figure(written)
@@ -164,14 +164,14 @@ def test_compare_ret_writes_the_comparison_and_can_rescore_the_pipeline_record(r
     updated = json.loads(record_files["record"].read_text())
     assert (
         updated["rescored"]["command"].endswith("--update-record")
-        and updated["command"] == "python -m raqa eval-pipeline"
+        and updated["command"] == "python -m lab eval-pipeline"
     )
     signals = {r["id"]: r["closed_book"]["signals"]["not_ret"] for r in updated["results"]["rows"]["test"]}
     assert round(signals["nq-test-0"], 6) == 0.9 and round(signals["nq-test-5"], 6) == 0.2
     assert updated["results"]["datasets"]["nq"]["auc"]["not_ret"]["value"] == 1.0
     from raqa.web.experiments_tab import experiment_caption
 
-    assert "eval-pipeline</code>, then <code>python -m raqa compare-ret" in experiment_caption(updated)
+    assert "eval-pipeline</code>, then <code>python -m lab compare-ret" in experiment_caption(updated)
 
 
 @pytest.mark.parametrize(
@@ -184,7 +184,7 @@ def test_compare_ret_writes_the_comparison_and_can_rescore_the_pipeline_record(r
     ],
 )
 def test_bad_input_is_named_before_any_model_loads(record_files, change, message, monkeypatch, capsys):
-    monkeypatch.setattr("raqa.cli.ret_signal._load", lambda args: pytest.fail("no model should load"))
+    monkeypatch.setattr("lab.cli.ret_signal._load", lambda args: pytest.fail("no model should load"))
     change(record_files)
     assert main(_args(record_files)) == 2
     import re
@@ -199,7 +199,7 @@ COMMITTED = sorted((ASSETS_DIR / "results").glob("ret_signal-*.json"))
 @pytest.mark.parametrize("path", COMMITTED, ids=[p.stem for p in COMMITTED])
 def test_the_committed_comparison_is_what_its_questions_give(path):
     record = json.loads(path.read_text(encoding="utf-8"))
-    assert record["command"].startswith("python -m raqa compare-ret") and record["code_version"]
+    assert record["command"].startswith("python -m lab compare-ret") and record["code_version"]
     questions = record["results"]["questions"]
     groups = {
         name: {
@@ -224,6 +224,6 @@ def test_adapters_that_do_not_load_are_an_error_not_a_traceback(record_files, mo
     def fail(args):
         raise ModelError("no such base model")
 
-    monkeypatch.setattr("raqa.cli.ret_signal._load", fail)
+    monkeypatch.setattr("lab.cli.ret_signal._load", fail)
     assert main(_args(record_files)) == 2
     assert "Could not load the adapters: ModelError: no such base model" in capsys.readouterr().err

@@ -4,7 +4,7 @@ tiny corpus with small limits. negative_windows is driven in test_endpoint_serve
 server (it needs the local model's log-probabilities, test_experiments_server.py); recall reads no model.
 
 Marked slow: it runs the real model. What is checked is that each one reads through the server and records it; the
-numbers themselves are the small model's and are measured at scale by `python -m raqa.ops.server_experiment`.
+numbers themselves are the small model's and are measured at scale by `python -m lab.ops.server_experiment`.
 """
 
 from __future__ import annotations
@@ -17,23 +17,23 @@ from adapt_fakes import FakeAdaptModel, knows_paris
 from conftest import TINY_PAGES
 from test_badges_eval import CountingJudge
 
+from lab.evaluation import registry
+from lab.evaluation.badges import run_rows, score
+from lab.evaluation.positives import PositiveIndex
+from lab.evaluation.served import ServedBaselines
+from lab.evaluation.when_to_retrieve import READERS, evaluate, question_row
+from lab.ops.llama_server import llama_cpp_server
 from raqa.config import AppConfig, RunForm, RunSettings
-from raqa.evaluation import registry
-from raqa.evaluation.badges import run_rows, score
 from raqa.evaluation.fan_out import calls_at_once
 from raqa.evaluation.live_benchmark import run_benchmark
-from raqa.evaluation.positives import PositiveIndex
 from raqa.evaluation.questions import QAItem
-from raqa.evaluation.when_to_retrieve import READERS, evaluate, question_row
 from raqa.loading import Lazy
 from raqa.models.endpoint import EndpointBackend, EndpointConfig
 from raqa.models.endpoints_file import READER_PREFIX
 from raqa.models.local import embedded_model_path
-from raqa.ops.llama_server import llama_cpp_server
 from raqa.reading.readers import Reader
 from raqa.retrieval.index import BM25Index
 from raqa.service import Service
-from raqa.when_to_retrieve.served import ServedBaselines
 from raqa.when_to_retrieve.uncertainty import closed_book
 
 pytestmark = pytest.mark.slow

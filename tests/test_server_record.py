@@ -1,5 +1,5 @@
 """The committed comparison of an experiment read locally and through llama.cpp's server at concurrency 1 and 4
-(assets/results/server, made by `python -m raqa.ops.server_experiment`): what it names, that its summary follows
+(assets/results/server, made by `python -m lab.ops.server_experiment`): what it names, that its summary follows
 from its records, and that docs/servers.md shows exactly what it holds."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from raqa.ops.server_experiment import agreement, report, same_results
+from lab.ops.server_experiment import agreement, report, same_results
 
 ROOT = Path(__file__).resolve().parent.parent
 FOLDER = "assets/results/server"
@@ -23,7 +23,7 @@ def _records() -> dict[str, dict]:
 
 def test_the_records_name_the_server_its_concurrency_and_the_command_that_made_them() -> None:
     summary, records = json.loads(SUMMARY.read_text()), _records()
-    assert summary["command"].startswith("python -m raqa.ops.server_experiment")
+    assert summary["command"].startswith("python -m lab.ops.server_experiment")
     assert records["local"]["weights"] and "server" not in records["local"]
     for n in (1, 4):
         served = records[f"server_c{n}"]

@@ -18,10 +18,10 @@ from pathlib import Path
 import httpx
 import pytest
 
+from lab.ops.bench_timing import percentile
+from lab.ops.reliability import drive_sessions, serve, summarise
 from raqa.config import AppConfig
 from raqa.models.scripted import ScriptedBackend
-from raqa.ops.bench_timing import percentile
-from raqa.ops.reliability import drive_sessions, serve, summarise
 from raqa.retrieval.corpus import Page
 from raqa.retrieval.index import BM25Index
 from raqa.service import Service
@@ -254,8 +254,8 @@ def test_session_threads_do_not_leak(server):
 
 @pytest.fixture
 def cli_on_the_serving_corpus(monkeypatch, backend, cache):
-    """`python -m raqa load-test/soak` on the serving corpus and scripted model, with animal questions."""
-    from raqa.cli import main, ops
+    """`python -m lab load-test/soak` on the serving corpus and scripted model, with animal questions."""
+    from lab.cli import main, ops
 
     pages = _pages()
     service = Service(AppConfig(cache_dir=cache), pages, BM25Index.build(pages), backend, "serving test corpus", {})
@@ -270,7 +270,7 @@ def test_load_test_command_writes_its_measurements(cli_on_the_serving_corpus, tm
     out = tmp_path / "load.json"
     assert cli_on_the_serving_corpus(["load-test", "--sessions", "6", "--out", str(out)]) == 0
     record = json.loads(out.read_text())
-    assert record["command"].startswith("python -m raqa load-test --sessions 6")
+    assert record["command"].startswith("python -m lab load-test --sessions 6")
     for phase in ("off", "on"):  # a scripted model shares no passes: both phases run one at a time
         results = record["results"][phase]
         assert (results["sessions"], results["completed"], results["own_run_only"]) == (6, 6, 6)

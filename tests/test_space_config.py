@@ -13,7 +13,7 @@ import yaml
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from raqa.ops.deploy_space import LARGE_ABOVE_BYTES, space_files, tracked_files
+from lab.ops.deploy_space import LARGE_ABOVE_BYTES, space_files, tracked_files
 
 ROOT = Path(__file__).resolve().parent.parent
 SHORT_DESCRIPTION_MAX = 60  # the Hub's limit for short_description

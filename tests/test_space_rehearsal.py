@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from browser import ROOT, chromium
 
+from lab.ops.page_start import started_app
 from raqa.config import PublicLimits
-from raqa.ops.page_start import started_app
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 VENV_INSTALL_LIMIT_S = 600  # torch 2.13.0 comes from a local CPU build; the rest are wheels (about 100 s here)

@@ -56,7 +56,7 @@ def test_an_empty_page_and_a_page_without_tokens_are_indexed(tmp_path) -> None:
 def test_scale_bench_command_measures_a_generated_corpus(tmp_path, monkeypatch) -> None:
     import json
 
-    from raqa.cli import main, ops
+    from lab.cli import main, ops
 
     monkeypatch.setattr(ops, "sample_questions", lambda count, seed: ["Who painted the Mona Lisa?"] * count)
     out = tmp_path / "scale.json"
@@ -65,7 +65,7 @@ def test_scale_bench_command_measures_a_generated_corpus(tmp_path, monkeypatch) 
     )
     record = json.loads(out.read_text())
     result = record["results"]
-    assert record["command"].startswith("python -m raqa scale-bench --pages 600")
+    assert record["command"].startswith("python -m lab scale-bench --pages 600")
     assert result["pages"] == 600 and result["build"]["pages"] == 600 and result["build"]["postings"] > 600
     assert result["query_ms"]["n"] == 5 and result["rss_peak_mib"] > 0
     assert result["kilt_extrapolation"]["pages"] == 5_900_000 and result["kilt_extrapolation"]["build_hours"] > 0
@@ -74,8 +74,8 @@ def test_scale_bench_command_measures_a_generated_corpus(tmp_path, monkeypatch) 
 
 
 def test_scale_record_carries_the_shared_provenance() -> None:
-    from raqa.ops import scale
+    from lab.ops import scale
 
-    record = scale.record("python -m raqa scale-bench --pages 600", {"pages": 600})
+    record = scale.record("python -m lab scale-bench --pages 600", {"pages": 600})
     assert list(record)[:3] == ["measurement", "command", "results"] and record["results"] == {"pages": 600}
     assert {"code_version", "created", "machine", "load_average_before"} <= record.keys()

@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 
+from lab.training.support_fit import QuestionRows, choose_thresholds, fit, fit_logistic, out_of_fold, summary
 from raqa.config import RunSettings
 from raqa.reading.engine import run
 from raqa.reading.events import Final, WindowVerdict, from_json, to_json
@@ -16,7 +17,6 @@ from raqa.reading.judge import JudgeReading
 from raqa.reading.support import FEATURES, SupportError, SupportModel, page_features, type_match, with_support
 from raqa.retrieval.corpus import Page
 from raqa.retrieval.index import Hit
-from raqa.training.support_fit import QuestionRows, choose_thresholds, fit, fit_logistic, out_of_fold, summary
 from raqa.web.page_text import badge_legend
 from raqa.web.render import RunView
 

@@ -7,11 +7,11 @@ from dataclasses import replace
 
 import pytest
 
+from lab.training.calibration import choose_threshold
+from lab.training.lora import READER_LORA, Encoded, TrainLog, save, target_losses, token_weights, train
+from lab.training.reader import READER_LABEL, loss_summary
 from raqa.reading.readers import CARD_FILE, load_reader
 from raqa.stats import auc
-from raqa.training.calibration import choose_threshold
-from raqa.training.lora import READER_LORA, Encoded, TrainLog, save, target_losses, token_weights, train
-from raqa.training.reader import READER_LABEL, loss_summary
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -146,13 +146,13 @@ def test_a_saved_reader_folder_is_found_with_its_threshold(tmp_path):
 
 @pytest.mark.slow
 def test_encoded_windows_are_the_demos_prompt_then_a_reply_starting_with_the_verdict_token():
+    from lab.training.reader import encode_window
+    from lab.training.reader_data import WindowExample, example_messages
     from raqa.config import default_cache_dir
     from raqa.models.local import TransformersBackend
     from raqa.reading.prompts import ANSWER_WORD, NOT_FOUND_WORD
     from raqa.retrieval.corpus import Page
     from raqa.retrieval.index import Hit
-    from raqa.training.reader import encode_window
-    from raqa.training.reader_data import WindowExample, example_messages
 
     backend = TransformersBackend.load(cache_dir=default_cache_dir())
     hits = (Hit(1, 1.0, Page("7", "Paris", "Paris is the capital of France.")),)

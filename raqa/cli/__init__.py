@@ -1,6 +1,6 @@
-"""The command line, `python -m raqa VERB ...`: parser.py holds every verb and option; one module per group
-of verbs runs them (ask.py: ask, route, batch; experiments.py: experiment, eval-adapt; train.py: train-reader,
-train-adapt; ops.py: bench, load-test, soak, scale-bench, time-start, deploy-space); output.py prints.
+"""The demo's command line, `python -m raqa VERB ...`: parser.py holds its verbs and options; ask.py runs ask, route,
+batch and record, pipeline.py runs pipeline and record-pipeline; output.py prints. Training and measurement are the
+lab's (`python -m lab`, lab/cli).
 
 `ask` streams the same events as the web page: as readable lines, or with --json as one JSON object per line
 (the last of type "final" or "run_failed"). Exit status: 0 on a run, 2 on bad input.

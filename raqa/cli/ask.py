@@ -13,6 +13,7 @@ import argparse
 from dataclasses import fields
 from pathlib import Path
 
+from raqa.batch import BatchError, question_work, run_batch, summarise
 from raqa.cli.options import app_config
 from raqa.cli.output import error, print_human, print_json, progress_line, say
 from raqa.config import RunForm, RunSettings, SettingsError, clean_question, validate_settings
@@ -22,7 +23,6 @@ from raqa.loading import Lazy
 from raqa.models.base import ModelError
 from raqa.models.endpoints_file import ENDPOINTS_ENV, READER_PREFIX, configured_endpoints
 from raqa.models.local import TransformersBackend
-from raqa.ops.batch import BatchError, question_work, run_batch, summarise
 from raqa.reading.attribution import with_attributions
 from raqa.retrieval.corpus import CorpusError
 from raqa.service import Service

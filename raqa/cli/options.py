@@ -86,12 +86,12 @@ def dataset_list(text: str) -> list[str]:
     return names
 
 
-def command(target: str):
-    """The command function "module:function" under raqa.cli, imported when it is called."""
+def command(target: str, package: str = "raqa.cli"):
+    """The command function "module:function" under package, imported when it is called."""
     module, name = target.split(":")
 
     def call(args: argparse.Namespace) -> int:
-        return getattr(importlib.import_module(f"raqa.cli.{module}"), name)(args)
+        return getattr(importlib.import_module(f"{package}.{module}"), name)(args)
 
     call.target = target  # type: ignore[attr-defined]
     return call

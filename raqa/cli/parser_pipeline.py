@@ -1,13 +1,12 @@
-"""The grammar of the verbs that join both papers: `pipeline`, `record-pipeline`, `eval-pipeline`, `compare-ret`.
+"""The grammar of the verbs that join both papers: `pipeline` and `record-pipeline`.
 
-Kept apart from parser.py (which calls add_pipeline_verbs) so that each grammar module stays short; the evaluation
-verbs' grammar is parser_eval.py's.
+Kept apart from parser.py (which calls add_pipeline_verbs) so that each grammar module stays short; the lab's
+`eval-pipeline`, `eval-badges` and `compare-ret` are lab/cli/parser_eval.py's.
 """
 
 from __future__ import annotations
 
 from raqa.cli.options import add_corpus_options, add_reader_option, command
-from raqa.cli.parser_eval import eval_badges_verb, eval_pipeline_verb
 from raqa.config import RunSettings
 from raqa.when_to_retrieve.pipeline import DEFAULT_RET_THRESHOLD, PIPELINE_POLICIES
 
@@ -39,14 +38,3 @@ def add_pipeline_verbs(sub) -> None:
     add_reader_option(rec)
     add_corpus_options(rec)
     rec.set_defaults(func=command("pipeline:cmd_record_pipeline"))
-    eval_pipeline_verb(sub)
-    eval_badges_verb(sub)
-    ret = sub.add_parser("compare-ret", help="is a candidate Adapt-LLM adapter's P(<RET>) more informative?")
-    ret.add_argument("--candidate", required=True, help="the candidate adapt adapter's folder")
-    ret.add_argument("--baseline", default="assets/adapt/adapt", help="the adapter it is compared with")
-    ret.add_argument("--record", default="assets/results/pipeline-nq+triviaqa.json", help="the pipeline record")
-    ret.add_argument("--training", default="assets/adapt/training_data.jsonl", help="Algorithm 1's questions")
-    ret.add_argument("--out", help="folder for the result JSON (default assets/results)")
-    ret.add_argument("--update-record", action="store_true", help="rescore the pipeline record with the candidate")
-    ret.add_argument("--cache", help="cache folder for the model (env RAQA_CACHE)")
-    ret.set_defaults(func=command("ret_signal:cmd_compare_ret"))

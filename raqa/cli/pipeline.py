@@ -9,43 +9,21 @@ with thresholds chosen on dev questions (evaluation/when_to_retrieve_scores.py) 
 from __future__ import annotations
 
 import argparse
-import shlex
 import sys
-import threading
-import time
 from pathlib import Path
 
-from raqa.cli.experiments import run_concurrency
 from raqa.cli.options import app_config
-from raqa.cli.output import counter_bar, error, print_human, print_json, say
+from raqa.cli.output import error, print_human, print_json, say
 from raqa.config import RunForm, SettingsError, clean_question
-from raqa.evaluation import questions as question_sets  # by module: tests replace its load_questions
 from raqa.evaluation import records
-from raqa.evaluation.fan_out import calls_at_once
-from raqa.evaluation.positives import PositiveIndex
-from raqa.evaluation.questions import QuestionsError
-from raqa.evaluation.registry import served_by, server_about
-from raqa.evaluation.when_to_retrieve import (
-    MEMORY_QUESTIONS,
-    READERS,
-    dev_row,
-    example_decisions,
-    interleave,
-    make_rows,
-    question_row,
-    tuned_thresholds,
-)
-from raqa.evaluation.when_to_retrieve_scores import summarise
 from raqa.models.base import ModelError
 from raqa.retrieval.corpus import CorpusError
 from raqa.service import Service
 from raqa.web.examples import load_examples
 from raqa.web.pipeline_recordings import Choice, record_pipeline, write_pipeline_recording
 from raqa.when_to_retrieve.pipeline import IDK, ClosedBookAnswered, PipelineEnded, RetrievalDecided, check_policy
-from raqa.when_to_retrieve.planning import pipeline, windows
-from raqa.when_to_retrieve.uncertainty import closed_book
-
-EVAL_K, EVAL_WINDOW, EVAL_ORDER = 15, 1, "forward"  # the page's defaults
+from raqa.when_to_retrieve.planning import pipeline
+from raqa.when_to_retrieve.tuned import MEMORY_QUESTIONS, tuned_thresholds
 
 
 def print_pipeline_human(event) -> None:
@@ -110,88 +88,4 @@ def cmd_record_pipeline(args: argparse.Namespace) -> int:
         ended = recording.timed_events[-1][1]
         path = write_pipeline_recording(recording, Path(args.out))
         say(f"{path}: {ended.get('answer')!r} from {ended.get('source')} in {recording.timed_events[-1][0]:.1f} s")
-    return 0
-
-
-def cmd_eval_pipeline(args: argparse.Namespace) -> int:
-    try:
-        if args.limit < 1 or args.dev < 1:
-            raise ValueError(f"--limit and --dev must be 1 or more, got {args.limit} and {args.dev}.")
-        tests = {d: question_sets.load_questions(d, "test", args.limit, args.seed) for d in args.datasets}
-        # dev questions other than the ones Algorithm 1 labelled for training (train-adapt: dev, seed 0)
-        trained = {d: {i.id for i in question_sets.load_questions(d, "dev", 300, 0)} for d in args.datasets}
-        devs = {
-            d: [
-                i
-                for i in question_sets.load_questions(d, "dev", args.dev + 300, args.seed + 1)
-                if i.id not in trained[d]
-            ][: args.dev]
-            for d in args.datasets
-        }
-        service = Service.load(app_config(args), progress=say)
-        model = service.adapt_model()
-        if model is None:
-            raise ModelError("eval-pipeline needs the Adapt-LLM adapters (assets/adapt) on the embedded model.")
-        service = served_by(service, args.endpoint) if args.endpoint else service  # the readers; memory stays local
-        concurrency = run_concurrency(args, service)
-    except (ValueError, QuestionsError, CorpusError, ModelError) as e:
-        return error(e)
-    start = time.perf_counter()
-    rows_path = Path(args.rows) if args.rows else service.config.cache_dir / "eval-pipeline" / "rows.jsonl"
-    key = f"k{EVAL_K}-w{EVAL_WINDOW}-{EVAL_ORDER}-readers:{','.join(READERS)}-{model.name}"
-    key += f"-server:{args.endpoint}" if args.endpoint else ""  # a server's rows are its own, never the local ones
-    memory = threading.Lock()  # the local When-to-retrieve model switches adapters per call: one question at a time
-
-    def answer(question: str):
-        with memory:
-            return closed_book(model, question)
-
-    def reader(name: str):  # the base reader's answers as it gives them; the judge's gate grounds its own
-        form = RunForm(order=EVAL_ORDER, window=EVAL_WINDOW, k=EVAL_K, reader=name)
-        return lambda q: service.events(windows(service, q, form, grounded=False))
-
-    readers = {name: reader(name) for name in READERS}
-    positives = PositiveIndex(service.pages)
-    dev_work, test_work = interleave(devs, "dev"), interleave(tests, "test")
-    with counter_bar("eval-pipeline dev (closed-book)", len(dev_work)) as bar:
-        dev_rows = make_rows(
-            dev_work, rows_path, key, lambda d, s, item: dev_row(item, d, answer), lambda: bar.update(1)
-        )
-    with counter_bar("eval-pipeline test", len(test_work)) as bar, calls_at_once(concurrency):
-        test_rows = make_rows(
-            test_work,
-            rows_path,
-            key,
-            lambda d, s, item: question_row(item, d, answer, readers, positives.anywhere),
-            lambda: bar.update(1),
-        )
-
-    results = summarise(dev_rows, test_rows)
-    results["examples"] = example_decisions(model, results)
-    command = (
-        f"python -m raqa eval-pipeline --datasets {','.join(args.datasets)} --limit {args.limit} "
-        f"--dev {args.dev} --seed {args.seed}"
-    )
-    if args.endpoint:
-        command += f" --endpoint {shlex.quote(args.endpoint)} --concurrency {concurrency}"
-    about = {
-        "command": command,
-        "sample": {"split": "test", "limit": args.limit, "dev": args.dev, "seed": args.seed},
-        "model": model.name,
-        "corpus": f"{service.corpus_label} ({len(service.pages):,} pages)",
-        "settings": {
-            "retrieval": f"BM25 top {EVAL_K}, iterative windows of {EVAL_WINDOW}, {EVAL_ORDER}",
-            "readers": list(READERS),
-            "closed_book": "greedy, first sentence, at most 32 tokens",
-            "rows": "computed once per question (resumable JSONL), every policy scored from them",
-        },
-        "seconds": round(time.perf_counter() - start, 1),
-    }
-    if args.endpoint:
-        reads = "the readers' windows; closed-book: local"
-        about["server"] = server_about(service.backend, args.endpoint, concurrency, reads)
-    path = records.write(
-        "pipeline", "+".join(args.datasets), results, about, Path(args.out) if args.out else records.RESULTS_DIR
-    )
-    say(f"wrote {path}")
     return 0

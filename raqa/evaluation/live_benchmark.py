@@ -4,7 +4,7 @@ page's settings, one row per question as it finishes, and the running summary.
 Each question goes through Service.plan/events, the same run as the Ask tab's. A row says whether the final answer
 matches a gold answer (exact match), and whether any retrieved page holds a gold answer at all ("answerable" in this
 corpus): an answer to a question no retrieved page can answer is a false answer by construction. Left out:
-intervals and the paper-scale runs (the Experiments tab shows those, from `python -m raqa experiment`).
+intervals and the paper-scale runs (the Experiments tab shows those, from `python -m lab experiment`).
 """
 
 from __future__ import annotations

@@ -40,18 +40,22 @@ def code_version() -> str:
     return f"raqa {__version__} ({commit})"
 
 
+DEMO_VERBS = ("ask", "route", "batch", "record", "pipeline", "record-pipeline")  # python -m raqa's; the rest: lab's
+
+
 def command_line(program: str, *arguments: object, **options: object) -> str:
-    """The command that reruns a record's work, as the record states it: `python -m raqa PROGRAM` (or `python -m
-    PROGRAM` for a module, raqa.ops.*), its arguments, then `--option value` for each option in order. None and False
+    """The command that reruns a record's work, as the record states it: `python -m raqa VERB` for the demo's verbs,
+    `python -m lab VERB` for the lab's (or `python -m PROGRAM` for a module, lab.ops.*), its arguments, then `--option value` for each option in order. None and False
     leave an option out, True is a bare flag, a list or tuple is joined with commas; every value is shell-quoted.
 
     Example:
         >>> command_line("eval-badges", datasets=["nq", "triviaqa"], limit=30, endpoint=None, grounded_only=True)
-        'python -m raqa eval-badges --datasets nq,triviaqa --limit 30 --grounded-only'
+        'python -m lab eval-badges --datasets nq,triviaqa --limit 30 --grounded-only'
         >>> command_line("ask", "Who wrote Emma?", json=True)
         "python -m raqa ask 'Who wrote Emma?' --json"
     """
-    parts = ["python -m", program if program.startswith("raqa.") else f"raqa {program}"]
+    package = "raqa" if program in DEMO_VERBS else "lab"
+    parts = ["python -m", program if "." in program else f"{package} {program}"]
     return " ".join([*parts, *(shlex.quote(str(a)) for a in arguments)]) + options_line(**options)
 
 

@@ -151,7 +151,18 @@ def read_window(
         reply, check = judge_reply(hits, readings, settings)
         verdict = _verdict(reply.kind, check)
         p_judge = readings[best(readings)].p_answer
-        yield WindowVerdict(number, hits, verdict, reply, check, p_judge, 0, 0, time.perf_counter() - start, readings)
+        yield WindowVerdict(
+            window=number,
+            hits=hits,
+            verdict=verdict,
+            reply=reply,
+            grounding=check,
+            p_answer=p_judge,
+            prompt_tokens=0,
+            completion_tokens=0,
+            seconds=time.perf_counter() - start,
+            judge=readings,
+        )
         return
     messages = prompt(question, hits, backend, settings)
     prompt_tokens = backend.count_prompt_tokens(messages)
@@ -177,16 +188,16 @@ def read_window(
     verdict = _verdict(reply.kind, check)
     seconds = time.perf_counter() - start
     yield WindowVerdict(
-        number,
-        hits,
-        verdict,
-        reply,
-        check,
-        p_answer,
-        usage.prompt_tokens,
-        usage.completion_tokens,
-        seconds,
-        readings,
+        window=number,
+        hits=hits,
+        verdict=verdict,
+        reply=reply,
+        grounding=check,
+        p_answer=p_answer,
+        prompt_tokens=usage.prompt_tokens,
+        completion_tokens=usage.completion_tokens,
+        seconds=seconds,
+        judge=readings,
     )
 
 

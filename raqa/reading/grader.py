@@ -15,7 +15,7 @@ reading the page again on each of them.
 Three states, as before: **Answered** (green) at or above `answered`, chosen on dev questions so that green answers
 are right at least 90% of the time, or never when no threshold got there (None); **Weak support** (amber) at or
 above `weak` (WEAK unless the calibration says otherwise); **Unsupported** (red) below, or when the reply cites no page of its window. The thresholds and how
-they were chosen are in assets/grader/grader.json (`python -m raqa.evaluation.reading_eval --calibrate`).
+they were chosen are in assets/grader/grader.json (`python -m lab.evaluation.reading_eval --calibrate`).
 
 Left out: running the reader (engine.py) and the answer judge (judge.py, agreement.py), which this replaces for the
 readers that have a grader.

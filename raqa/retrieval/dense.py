@@ -8,7 +8,7 @@ with the question's vector, the best k kept. The hits keep their BM25 score and 
 `Hit.similarity`, so the page can show both.
 
 Why rerank and not a dense index: measured on 500 NQ-open and 500 TriviaQA dev questions (a throwaway probe; the
-committed figures are `python -m raqa.evaluation.retrieval_eval`), reranking BM25's top 50 got nearly all of what a
+committed figures are `python -m lab.evaluation.retrieval_eval`), reranking BM25's top 50 got nearly all of what a
 full dense pass over the 10,033 pages gave (hit@1 NQ 2.6% -> 5.0% against 5.2% dense; TriviaQA 11.0% -> 12.2%
 against 12.0%), without embedding the whole corpus at start (two minutes on 2 cores for the embedded pages, days
 for a 5.9 M-page KILT dump). Left out: a dense index over the whole corpus, and training the encoder.

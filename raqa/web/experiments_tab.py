@@ -1,7 +1,7 @@
 """The Experiments tab: every committed result file under assets/results/ as a plotly figure with its provenance.
 
 Read once when the page is built; nothing is recomputed. Left out here: running experiments
-(evaluation/, `python -m raqa experiment`) and the figure functions themselves (figures_*.py).
+(evaluation/, `python -m lab experiment`) and the figure functions themselves (figures_*.py).
 """
 
 from __future__ import annotations
@@ -73,5 +73,5 @@ def experiments_view(results_dir: Path | None = None) -> None:
             shown += 1
     if not shown:
         gr.HTML(
-            '<div class="raqa-empty">No experiment results are committed yet: run python -m raqa experiment NAME.</div>'
+            '<div class="raqa-empty">No experiment results are committed yet: run python -m lab experiment NAME.</div>'
         )

@@ -106,7 +106,7 @@ class PipelineView:
 def ret_examples_html(examples: Sequence[dict], threshold: float) -> str:
     """Each example question's P(<RET>) against the threshold: retrieve at or above it, else answer from memory."""
     if not examples:
-        return '<div class="raqa-empty">No example decisions committed yet: run python -m raqa eval-pipeline.</div>'
+        return '<div class="raqa-empty">No example decisions committed yet: run python -m lab eval-pipeline.</div>'
     rows = []
     for item in sorted(examples, key=lambda e: e["p_ret"]):
         retrieve = item["p_ret"] >= threshold

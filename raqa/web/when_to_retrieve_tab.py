@@ -17,7 +17,6 @@ import gradio as gr
 
 from raqa.config import RunForm, SettingsError, clean_question
 from raqa.evaluation.records import load_results
-from raqa.evaluation.when_to_retrieve import MEMORY_QUESTIONS, PAGE_POLICIES, tuned_thresholds
 from raqa.models.base import ModelError
 from raqa.reading.readers import MODEL_JUDGE_READER
 from raqa.service import Service
@@ -39,6 +38,7 @@ from raqa.web.render_when_to_retrieve import (
 from raqa.web.visitors import VisitorGate, limit_runs
 from raqa.when_to_retrieve.pipeline import DEFAULT_RET_THRESHOLD, PIPELINE_TITLES, event_from_json
 from raqa.when_to_retrieve.planning import NO_ADAPT_MODEL, pipeline
+from raqa.when_to_retrieve.tuned import MEMORY_QUESTIONS, PAGE_POLICIES, tuned_thresholds
 
 LOG = logging.getLogger(__name__)
 NO_RECORDING = (
@@ -246,5 +246,5 @@ def evaluation_figures(results: dict[str, dict]) -> None:
                 gr.Plot(safe(make, record), elem_classes=["raqa-w2r-figure"], elem_id=f"raqa-w2r-{name}-{stem}")
             gr.HTML(experiment_caption(record, "raqa-w2r-caption"))
     if not shown:
-        rerun = "python -m raqa eval-pipeline and python -m raqa eval-adapt"
+        rerun = "python -m lab eval-pipeline and python -m lab eval-adapt"
         gr.HTML(f'<div class="raqa-empty">No evaluation committed yet: run {rerun}.</div>')

@@ -1,0 +1,156 @@
+"""`bench`, `load-test`, `soak`, `scale-bench`: measurements of this machine, each written as a JSON record;
+`time-start`: `python app.py` to a usable page (lab/ops/page_start.py); `deploy-space`: this checkout as a
+Hugging Face Space (lab/ops/deploy_space.py).
+
+The measuring lives in lab.ops; here the options become its arguments, and its results a summary line on
+stdout and a record at --out (built in lab.ops with records.provenance(), like every record).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from dataclasses import asdict, astuple
+from pathlib import Path
+
+from lab.ops import scale
+from lab.ops.deploy_space import DeployError, check_repo_id, deploy, listing, space_files
+from raqa.cli.options import app_config
+from raqa.cli.output import error, progress_line, say, write_json
+from raqa.config import RunForm, SpeedOptions
+from raqa.evaluation import questions as question_sets  # by module: tests replace its load_questions
+from raqa.evaluation.records import command_line
+
+# KILT's 5.9 M pages hold about 2.1 G words (DPR cut the same Wikipedia into 21 M passages of 100 words),
+# so about 360 words or, at 1.3 WordPiece tokens a word, 470 tokens a page: an assumption, not a measurement.
+KILT_PAGES, KILT_TOKENS_PER_PAGE = 5_900_000, 470
+
+
+def sample_questions(count: int, seed: int) -> list[str]:
+    """count seeded NQ-open test questions (tests replace this with their own questions)."""
+
+    return [item.question for item in question_sets.load_questions("nq", "test", limit=count, seed=seed)]
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from lab.ops.bench import main as bench_main  # lazy: imports torch (this module's other verbs need none)
+
+    return bench_main(args)
+
+
+def cmd_load_test(args: argparse.Namespace) -> int:
+    """Serve the page on the real model and send one NQ question per session, all at once: first with every speed
+    option off (one run at a time, the page as it was), then on with fp32 weights (runs in flight share forward
+    passes), then on (decode from packed weights too)."""
+    from lab.ops import reliability  # lazy: imports torch
+    from raqa.service import Service  # lazy: imports torch
+
+    loaded = Service.load(app_config(args), progress=say)
+    questions = sample_questions(args.sessions, args.seed)
+    form = RunForm(window=args.window, k=args.k)
+    phases, ok = {}, True
+    for name, speed in (("off", SpeedOptions.off()), ("on_fp32_weights", SpeedOptions.exact()), ("on", SpeedOptions())):
+        service = loaded.with_speed(speed)
+        say(f"Speed-ups {name}: {service.concurrent_runs} run(s) at once")
+        summary = reliability.load_phase(service, questions, form, progress_line(f"sessions done ({name})"))
+        ok = ok and summary["completed"] == summary["sessions"] and summary["own_run_only"] == summary["sessions"]
+        phases[name] = summary | {"speed": asdict(speed)}
+        print(
+            f"{name}: {summary['completed']}/{summary['sessions']} sessions completed, {summary['own_run_only']} "
+            f"with their own run only; p50 {summary['p50_s']:.1f} s, p95 {summary['p95_s']:.1f} s, "
+            f"max {summary['max_s']:.1f} s"
+        )
+    ratio = phases["on"]["p95_s"] / phases["off"]["p95_s"]
+    packed_ratio = phases["on"]["p95_s"] / phases["on_fp32_weights"]["p95_s"]
+    print(f"p95 on / off: {ratio:.2f}x (target <= 0.5x); packed / fp32 weights: {packed_ratio:.2f}x")
+    command = command_line(
+        "load-test", sessions=args.sessions, window=args.window, k=args.k, seed=args.seed, out=args.out
+    )
+    results = {
+        **phases,
+        "p95_ratio_on_off": ratio,
+        "p95_ratio_packed_fp32_weights": packed_ratio,
+        "form": list(astuple(form)),
+    }
+    write_json(args.out, reliability.record("load_test", command, loaded, results))
+    return 0 if ok else 1
+
+
+def cmd_soak(args: argparse.Namespace) -> int:
+    """Run questions one after another through the page's generator and record memory after each."""
+    from lab.ops import reliability  # lazy: imports torch
+    from raqa.service import Service  # lazy: imports torch
+
+    service = Service.load(app_config(args), progress=say)
+    questions = sample_questions(args.questions, args.seed)
+    form = RunForm(window=args.window, k=args.k)
+    result = reliability.soak(service, questions, args.runs, form, progress=progress_line("runs"))
+    result |= {"form": list(astuple(form)), "distinct_questions": len(questions)}
+    print(
+        f"{args.runs} runs: RSS {result['rss_after_warmup_mib']:.0f} MiB after {result['warmup_runs']} runs, "
+        f"{result['rss_last_mib']:.0f} MiB at the end ({result['growth_after_warmup_mib']:+.1f} MiB)"
+    )
+    command = command_line(
+        "soak", runs=args.runs, questions=args.questions, window=args.window, k=args.k, seed=args.seed, out=args.out
+    )
+    write_json(args.out, reliability.record("soak", command, service, result))
+    return 0
+
+
+def cmd_scale_bench(args: argparse.Namespace) -> int:
+    """Index a generated corpus of --pages pages and measure build time, peak memory and query latency."""
+
+    work = Path(args.work or tempfile.mkdtemp(prefix="raqa-scale-"))
+    result = scale.measure(args.pages, work, sample_questions(args.queries, args.seed), args.seed)
+    result["kilt_extrapolation"] = scale.extrapolate(result, KILT_PAGES, KILT_TOKENS_PER_PAGE)
+    b, q = result["build"], result["query_ms"]
+    print(
+        f"{args.pages:,} pages ({result['corpus_mib']:.0f} MiB): build {b['total_s']:.0f} s "
+        f"(tokenize {b['tokenize_s']:.0f} s, score {b['score_s']:.0f} s), peak RSS {result['rss_peak_mib']:.0f} MiB, "
+        f"index {result['index_mib']:.0f} MiB; query p50 {q['p50']:.1f} ms, p95 {q['p95']:.1f} ms"
+    )
+    if args.out:
+        command = command_line("scale-bench", pages=args.pages, queries=args.queries, out=args.out)
+        write_json(args.out, scale.record(command, result))
+    return 0
+
+
+def cmd_deploy_space(args: argparse.Namespace) -> int:
+    """List (--dry-run) or upload the Space's files; exit 2 with a message on a bad id, a refused file or no token."""
+
+    try:
+        repo_id = check_repo_id(args.space)
+        files = space_files()
+    except DeployError as e:
+        return error(e)
+    print(listing(files))
+    if args.dry_run:
+        say(f"Dry run: nothing uploaded. Without --dry-run these files go to https://huggingface.co/spaces/{repo_id}")
+        return 0
+    from huggingface_hub import get_token  # lazy: only a deploy needs it
+
+    token = get_token()  # HF_TOKEN, else the login `hf auth login` saved: huggingface_hub's own convention
+    if not token:
+        return error("No Hugging Face token: set HF_TOKEN (a token with write access) or run `hf auth login`.")
+    say(f"Uploading {len(files)} files to the Space {repo_id} ...")
+    print(deploy(repo_id, files, token, private=args.private))
+    return 0
+
+
+def cmd_time_start(args: argparse.Namespace) -> int:
+    """Start app.py once as Spaces does and print the seconds to a usable page as JSON."""
+    from lab.ops.page_start import started_app  # lazy: imports torch
+
+    try:
+        with started_app(
+            args.python,
+            space=not args.not_space,
+            cache=Path(args.cache) if args.cache else None,
+            log=Path(args.log) if args.log else None,
+        ) as start:
+            result = {"seconds": round(start.seconds, 1), "python": start.python, "space": start.space}
+    except RuntimeError as e:
+        return error(e)
+    print(json.dumps(result))
+    return 0

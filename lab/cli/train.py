@@ -1,0 +1,114 @@
+"""`train-reader` and `train-adapt`: check the numbers, then hand over to lab.training (torch loads there).
+
+Each prints a short JSON summary on stdout; exit status 2 on bad input, before any data is built.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import replace
+from pathlib import Path
+
+from lab.training import reader as reader_training  # by module: tests replace its train_reader
+from lab.training.lora import ADAPT_LORA, READER_LORA
+from lab.training.when_to_retrieve_data import KINDS
+from raqa.cli.output import error, say
+from raqa.config import default_cache_dir
+from raqa.evaluation.records import command_line
+
+
+def _cache(args: argparse.Namespace) -> Path:
+    return Path(args.cache) if args.cache else default_cache_dir()
+
+
+def cmd_train_reader(args: argparse.Namespace) -> int:
+    if args.limit < 4 or args.epochs < 1 or args.calibration < 1 or not 0 <= args.verdict_weight <= 1:
+        return error("--limit must be at least 4, --epochs and --calibration at least 1, --verdict-weight from 0 to 1.")
+    settings = replace(
+        READER_LORA,
+        rank=args.rank,
+        alpha=args.alpha,
+        lr=args.lr,
+        epochs=args.epochs,
+        batch=args.accumulation,  # train-reader calls the windows per optimiser step --accumulation
+        verdict_weight=args.verdict_weight,
+        page_tokens=args.page_tokens,
+        seed=args.seed,
+    )
+    command = command_line(
+        "train-reader",
+        limit=args.limit,
+        epochs=args.epochs,
+        lr=args.lr,
+        rank=args.rank,
+        alpha=args.alpha,
+        accumulation=args.accumulation,
+        verdict_weight=args.verdict_weight,
+        page_tokens=args.page_tokens,
+        calibration=args.calibration,
+        seed=args.seed,
+        out=args.out,
+    )
+    card = reader_training.train_reader(
+        Path(args.out), args.limit, settings, _cache(args), command, args.calibration, say=say
+    )
+    print(json.dumps({k: card[k] for k in ("answer_threshold", "calibration", "wall_seconds")}, indent=1))
+    return 0
+
+
+def cmd_train_adapt(args: argparse.Namespace) -> int:
+    from lab.training.when_to_retrieve import train_adapt  # lazy: imports torch
+
+    settings = replace(
+        ADAPT_LORA,
+        rank=args.rank,
+        alpha=args.alpha,
+        lr=args.lr,
+        epochs=args.epochs,
+        batch=args.batch,
+        micro_batch=args.micro_batch,
+        seed=args.seed,
+    )
+
+    kinds = tuple(k.strip() for k in args.kinds.split(",") if k.strip())
+    try:
+        if args.limit < 1:
+            raise ValueError(f"--limit must be 1 or more, got {args.limit}.")
+        if not kinds or any(k not in KINDS for k in kinds):
+            raise ValueError(f"Invalid --kinds {args.kinds!r}. Choose from: {', '.join(KINDS)} (comma-separated).")
+        if args.labels and not Path(args.labels).is_file():
+            raise ValueError(f"--labels {args.labels}: no such file.")
+        settings.check()
+    except ValueError as e:
+        return error(e)
+    command = command_line(
+        "train-adapt",
+        limit=args.limit,
+        datasets=args.datasets,
+        epochs=args.epochs,
+        lr=args.lr,
+        rank=args.rank,
+        alpha=args.alpha,
+        batch=args.batch,
+        micro_batch=args.micro_batch,
+        seed=args.seed,
+        out=args.out,
+        balance=args.balance,
+        labels=args.labels,
+        kinds=kinds if kinds != KINDS else None,
+    )
+    result = train_adapt(
+        Path(args.out),
+        args.limit,
+        settings,
+        _cache(args),
+        command,
+        datasets=tuple(args.datasets),
+        kinds=kinds,
+        say=say,
+        balance=args.balance,
+        labels=Path(args.labels) if args.labels else None,
+    )
+    print(json.dumps({"wall_seconds": result["wall_seconds"], "data": result["data"]}, indent=1))
+    return 0

@@ -1,0 +1,65 @@
+"""eval-adapt's run (python -m lab eval-adapt): NR-LLM, AR-LLM and Adapt-LLM on each test set, the popularity
+baseline on PopQA, each set's summary (policy_scores.py) and the record's provenance; the record is named
+when_to_retrieve. Left out: the rows themselves (when_to_retrieve.py) and options and printing (cli/experiments.py).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+
+from lab.evaluation.policy_scores import summarise_policies
+from lab.evaluation.when_to_retrieve import evaluate, popularity_rows
+from raqa.evaluation.questions import QAItem
+from raqa.evaluation.records import Run
+
+
+def run_eval_adapt(
+    sets: dict[str, Sequence[QAItem]],
+    popqa: Sequence | None,
+    model,
+    search: Callable,
+    folders: dict,
+    service,
+    about: dict,
+    bar: Callable[[str, int], object],
+    rows=None,
+) -> Run:
+    """NR-LLM, AR-LLM and Adapt-LLM on each question set, and the popularity baseline on PopQA if given.
+
+    about: the command and its sample (command, limit, seed, adapters, and server when the baselines are served);
+    bar(label, total) is a context manager with update(n), e.g. a tqdm bar; rows: the resumable rows
+    (when_to_retrieve.adapt_rows), the questions already there are not asked again.
+    """
+    from raqa.when_to_retrieve.model import adapter_card  # lazy: imports torch
+
+    start = time.perf_counter()
+    results: dict = {"datasets": {}, "rows": {}}
+    for dataset, items in sets.items():
+        with bar(f"eval-adapt {dataset}", len(items)) as shown:
+            made = evaluate(items, model, search, lambda shown=shown: shown.update(1), rows, dataset)
+        results["datasets"][dataset] = summarise_policies(made)
+        results["rows"][dataset] = made
+    if popqa:
+        with bar("eval-adapt popqa", len(popqa)) as shown:
+            pop = popularity_rows(popqa, model, search, about["seed"], lambda: shown.update(1), rows)
+        summary = summarise_policies(pop["rows"])
+        results["datasets"]["popqa"] = {**summary, "threshold": pop["threshold"], "dev_n": pop["dev_n"]}
+        results["rows"]["popqa"] = pop["rows"]
+    seconds = time.perf_counter() - start
+    results["adapters"] = {
+        name: {k: adapter_card(folder).get(k) for k in ("label", "command", "data", "training")}
+        for name, folder in folders.items()
+    }
+    provenance = {
+        "command": about["command"],
+        "sample": {"split": "test", "limit": about["limit"], "seed": about["seed"]},
+        "model": model.name,
+        "adapter": about["adapters"],
+        "corpus": f"{service.corpus_label} ({len(service.pages):,} pages)",
+        "settings": {"retrieval": "BM25 top 1 page, cut to 160 tokens", "decoding": "greedy, at most 32 tokens"},
+        "seconds": round(seconds, 1),
+    }
+    if "server" in about:  # never and always retrieve answered by the served model, Adapt-LLM by the local adapter
+        provenance["server"] = about["server"]
+    return Run(results, provenance, seconds)

@@ -1,0 +1,124 @@
+"""The docs' speed, reliability, server and limits tables, each a function from committed files to Markdown
+(render_docs.py writes them into docs/). Where a module already formats its record (decode weights, the server
+comparison), the table is that module's. Left out: the quality tables and the shared helpers (docs_tables.py).
+"""
+
+from __future__ import annotations
+
+from statistics import linear_regression
+
+from lab.ops import decode_report, server_experiment
+from lab.ops.docs_tables import RESULTS, load_record, made_by, markdown_rows, source_line
+from raqa.config import PublicLimits
+
+
+def bench() -> str:
+    path = "assets/results/bench.json"
+    record = load_record(path)
+    met = {True: "met", False: "**missed**", None: ""}
+    rows = [
+        [r["measure"], r["result"], f"{r['target']}: {met[r['met']]}" if r["target"] else ""] for r in record["table"]
+    ]
+    notes = [f"Note: {n}" for n in record.get("notes", [])]
+    return "\n".join([made_by(path, record), "", *markdown_rows(("measure", "result", "target"), rows), "", *notes])
+
+
+def decode_weights() -> str:
+    records = decode_report.load_records(RESULTS)
+    sources = [
+        ("assets/results/bench.json", records["bench"]),
+        ("assets/results/load-test.json", records["load"]),
+        ("assets/results/decode-weights/reader_comparison-triviaqa-w1.json", records["int4"]),
+        ("assets/results/decode-weights/reader_comparison-triviaqa-w1-fp32.json", records["fp32"]),
+    ]
+    made = [f"- {source_line(path, record)}" for path, record in sources]
+    return "\n".join(["From the records:", *made, "", decode_report.markdown_table(records)])
+
+
+def _load_test(record: dict) -> str:
+    phases = record["results"]
+    order = [p for p in ("off", "on_fp32_weights", "on") if p in phases]
+    ratio, p95 = phases["p95_ratio_on_off"], phases["on"]["p95_s"]
+
+    def each(key: str, fmt: str = "{:.1f}", sep: str = " → ") -> str:
+        return sep.join(fmt.format(phases[p][key]) for p in order)
+
+    return (
+        f"of {phases['on']['sessions']} sessions, completed {each('completed', '{}', ' / ')}, each with its own run "
+        f"only {each('own_run_only', '{}', ' / ')}, the server answering afterwards "
+        f"{each('server_answered_afterwards', '{}', ' / ')} (speed-ups off / on with fp32 weights / on with packed "
+        f"weights); time to a complete run p50 {each('p50_s')} s, p95 {each('p95_s')} s (on / off {ratio:.2f}x: the "
+        f"<= 0.5x asked {'met' if ratio <= 0.5 else '**missed**'}; the 30 s asked for p95: "
+        f"{'met' if p95 <= 30 else '**missed**'}), max {each('max_s')} s"
+    )
+
+
+def _soak(record: dict) -> str:
+    s = record["results"]
+    after = s["rss_mib"][s["warmup_runs"] :]
+    return (
+        f"resident memory {s['rss_after_warmup_mib']:,.0f} MiB after {s['warmup_runs']} runs, {s['rss_last_mib']:,.0f}"
+        f" MiB after {s['runs']}; from run {s['warmup_runs']} on between {min(after):,.0f} and {max(after):,.0f} MiB, "
+        f"a slope of {linear_regression(range(len(after)), after).slope:.2f} MiB a run"
+    )
+
+
+def _scale(record: dict) -> str:
+    c = record["results"]
+    return (
+        f"{c['pages']:,} pages ({c['corpus_mib']:.0f} MiB): streamed build {c['build']['total_s']:.0f} s "
+        f"({c['build']['tokenize_s']:.0f} s tokenizing), peak resident memory {c['rss_peak_mib']:.0f} MiB, index "
+        f"{c['index_mib']:.0f} MiB; memory-mapped query p50 {c['query_ms']['p50']:.1f} ms, p95 "
+        f"{c['query_ms']['p95']:.1f} ms (top 10 pages read from the file included)"
+    )
+
+
+def reliability() -> str:
+    records = {n: load_record(f"assets/results/{n}.json") for n in ("load-test", "soak", "scale")}
+    cells = {"load-test": _load_test, "soak": _soak, "scale": _scale}
+    rows = [(f"`{r['command']}`", cells[n](r)) for n, r in records.items()]
+    k = records["scale"]["results"]["kilt_extrapolation"]
+    extrapolated = (
+        f"Extrapolated linearly in tokens to KILT's {k['pages'] / 1e6:.1f} M pages (assuming "
+        f"{k['assumed_tokens_per_page']} WordPiece tokens a page, an assumption, not a measurement): the build takes "
+        f"about {k['build_hours']:.1f} hours, the index about {k['index_gib']:.0f} GiB on disk, the offset table "
+        f"{k['offset_table_mib']:.0f} MiB, and a query about {k['query_ms_p50']:.0f} ms at p50 if the index's pages are "
+        f"in the page cache. The record's note: {k['note']}."
+    )
+    made = [f"- `assets/results/{n}.json`: {r['code_version']}, {r['created'][:10]}" for n, r in records.items()]
+    return "\n".join(
+        [
+            "From the records (each row's command remakes its file):",
+            *made,
+            "",
+            *markdown_rows(("command", "result"), rows),
+            "",
+            extrapolated,
+        ]
+    )
+
+
+def servers() -> str:
+    folder = "assets/results/server"
+    summary = load_record(f"{folder}/server_experiment-negative_windows-triviaqa.json")
+    records = {
+        label: load_record(f"{folder}/negative_windows-triviaqa-{label}.json")
+        for label in ("local", "server_c1", "server_c4")
+    }
+    return server_experiment.report(summary, records, folder)
+
+
+LIMIT_ROWS = {
+    "runs_per_minute": "live runs a visitor may start in a minute (Run, the API, When to retrieve, the pipeline, a "
+    "benchmark; an attempt refused because their run is still going counts too)",
+    "live_runs": "live runs at once per visitor",
+    "max_k": "K (pages retrieved), at most",
+    "max_window": "w (pages a window), at most",
+    "max_benchmark": "questions in one benchmark, at most",
+}
+
+
+def limits() -> str:
+    """Not a record: the values `PublicLimits` holds, so the page cannot say other limits than the code keeps."""
+    rows = [(label, str(getattr(PublicLimits(), name))) for name, label in LIMIT_ROWS.items()]
+    return "\n".join(["From `PublicLimits` in `raqa/config.py`:", "", *markdown_rows(("limit", "value"), rows)])
