@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import astuple, dataclass
 
 from lab.ops.bench_timing import percentile
-from raqa.config import RunForm
+from raqa.config import RunForm, validate_settings
 from raqa.evaluation.records import provenance
 from raqa.service import Service
 
@@ -168,11 +168,12 @@ def soak(
     }
 
 
-def own_run_check(service: Service, results: Sequence[SessionResult], k: int) -> list[bool]:
-    """Did each session get its own run? Its run must be of its own question, with that question's pages."""
-    checks = []
+def own_run_check(service: Service, results: Sequence[SessionResult], form: RunForm) -> list[bool]:
+    """Did each session get its own run? Its run must be of its own question, with that question's pages (found the
+    way the form asks: hybrid or BM25)."""
+    checks, searcher = [], service.searcher(validate_settings(form))
     for result in results:
-        expected = [h.page.id for h in service.index.search(result.question, k)]
+        expected = [h.page.id for h in searcher.search(result.question, form.k)]
         started = next((e for e in result.events if e.get("type") == "run_started"), {})
         retrieved = next((e for e in result.events if e.get("type") == "retrieved"), {})
         pages = [h["page_id"] for h in retrieved.get("hits", [])]
@@ -189,9 +190,8 @@ def load_phase(service: Service, questions: Sequence[str], form: RunForm = DEFAU
         after = drive_sessions(url, questions[:1], form)
     finally:
         demo.close()
-    k = form.k
     return summarise(results) | {
-        "own_run_only": sum(own_run_check(service, results, k)),
+        "own_run_only": sum(own_run_check(service, results, form)),
         "server_answered_afterwards": after[0].error is None,
         "seconds": [r.seconds for r in results],
         "concurrency_limit": service.concurrent_runs,
