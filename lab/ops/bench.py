@@ -55,7 +55,8 @@ from lab.ops.bench_speed import (
     speed_rows,
 )
 from lab.ops.bench_start import AskStart, StartTime, ask_start, cached_start
-from lab.ops.bench_timing import CpuWatch, Row, say
+from lab.ops.bench_timing import CpuWatch, Row
+from raqa.cli.output import say
 from raqa.config import AppConfig
 from raqa.evaluation.questions import QuestionsError, load_questions
 from raqa.evaluation.records import command_line, provenance, write_json

@@ -23,7 +23,8 @@ from typing import NamedTuple
 
 from lab.ops.bench_decode import DecodeComparison, compare_decode, decode_record
 from lab.ops.bench_measure import VERDICT_SETTINGS, VerdictTimes, first_verdict_seconds
-from lab.ops.bench_timing import Row, percentile, progress, say
+from lab.ops.bench_timing import Row, percentile, progress
+from raqa.cli.output import say
 from raqa.config import AppConfig, RunSettings, SpeedOptions
 from raqa.models.base import Backend, Choice, Usage
 from raqa.models.endpoint import EndpointBackend, EndpointConfig

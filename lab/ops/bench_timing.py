@@ -1,5 +1,5 @@
-"""Timing helpers the measurements share: the one percentile, a timer, per-call latencies, progress lines, and
-how busy the machine was meanwhile (CpuWatch). The load test and the scale bench use percentile too."""
+"""Timing helpers the measurements share: the one percentile, per-call latencies, progress lines, and how busy the
+machine was meanwhile (CpuWatch). The load test and the scale bench use percentile too; the timer is records.timed."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import NamedTuple, TypeVar
 
 import numpy as np
+
+from raqa.cli.output import say
 
 T = TypeVar("T")
 
@@ -38,12 +40,6 @@ def percentile(values: Iterable[float], q: float) -> float:
     return math.nan if values.size == 0 else float(np.percentile(values, q))
 
 
-def timed(fn: Callable[[], T]) -> tuple[T, float]:
-    start = time.perf_counter()
-    result = fn()
-    return result, time.perf_counter() - start
-
-
 def latencies_ms(fn: Callable[[str], object], questions: Sequence[str], label: str) -> list[float]:
     """Milliseconds of fn(question) for each question, after one untimed warm-up call."""
     fn(questions[0])
@@ -62,10 +58,6 @@ def progress(items: Sequence[T], label: str) -> Iterable[T]:
     except ImportError:
         return items
     return tqdm(items, desc=label, file=sys.stderr, leave=False)
-
-
-def say(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
 
 
 def _busy_seconds() -> float | None:

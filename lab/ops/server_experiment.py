@@ -26,8 +26,9 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from lab.evaluation.registry import EXPERIMENTS, Options, on_server, question_pool, run
-from lab.ops.bench_timing import progress, say
+from lab.ops.bench_timing import progress
 from lab.ops.llama_server import ALIAS, llama_cpp_server
+from raqa.cli.output import say
 from raqa.config import AppConfig
 from raqa.evaluation import records
 from raqa.evaluation.records import Run, command_line

@@ -26,8 +26,8 @@ from raqa.reading.events import (
 
 
 def say(message: str) -> None:
-    """A line for the person at the terminal (stderr), e.g. loading progress."""
-    print(message, file=sys.stderr)
+    """A line for the person at the terminal (stderr), e.g. loading progress; flushed, so it shows at once."""
+    print(message, file=sys.stderr, flush=True)
 
 
 def error(message: object) -> int:

@@ -117,7 +117,8 @@ def load_results(out_dir: Path = RESULTS_DIR) -> dict[str, dict]:
     return results
 
 
-def timed(fn, *args, **kwargs) -> tuple[dict, float]:
+def timed(fn, *args, **kwargs) -> tuple[object, float]:
+    """fn(*args, **kwargs) and the seconds it took."""
     start = time.perf_counter()
     return fn(*args, **kwargs), time.perf_counter() - start
 

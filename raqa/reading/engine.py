@@ -39,6 +39,7 @@ from raqa.reading.prompts import (
     ANSWER_WORD,
     DEMONSTRATIONS,
     NOT_FOUND_WORD,
+    ParsedReply,
     build_messages,
     parse_reply,
 )
@@ -146,23 +147,25 @@ def read_window(
         raise ModelError("This reader needs the answer judge (assets/judge), which is not loaded.")
     if readings is None and judge is not None:
         readings = tuple(judge.read_ranked(question, hits))
-    if readings is not None and judge_decides(readings, settings):
-        yield WindowStarted(number, of, hits, 0)
-        reply, check = judge_reply(hits, readings, settings)
-        verdict = _verdict(reply.kind, check)
-        p_judge = readings[best(readings)].p_answer
-        yield WindowVerdict(
+
+    def verdict_of(reply: ParsedReply, check: grounding.Grounding | None, p_answer: float | None, usage: Usage):
+        return WindowVerdict(
             window=number,
             hits=hits,
-            verdict=verdict,
+            verdict=_verdict(reply.kind, check),
             reply=reply,
             grounding=check,
-            p_answer=p_judge,
-            prompt_tokens=0,
-            completion_tokens=0,
+            p_answer=p_answer,
+            prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens,
             seconds=time.perf_counter() - start,
             judge=readings,
         )
+
+    if readings is not None and judge_decides(readings, settings):
+        yield WindowStarted(number, of, hits, 0)
+        reply, check = judge_reply(hits, readings, settings)
+        yield verdict_of(reply, check, readings[best(readings)].p_answer, Usage(0, 0))
         return
     messages = prompt(question, hits, backend, settings)
     prompt_tokens = backend.count_prompt_tokens(messages)
@@ -185,20 +188,7 @@ def read_window(
             check = check_agreement(reply, hits, readings, settings, question)
         else:
             check = grounding.check(reply, hits, question)
-    verdict = _verdict(reply.kind, check)
-    seconds = time.perf_counter() - start
-    yield WindowVerdict(
-        window=number,
-        hits=hits,
-        verdict=verdict,
-        reply=reply,
-        grounding=check,
-        p_answer=p_answer,
-        prompt_tokens=usage.prompt_tokens,
-        completion_tokens=usage.completion_tokens,
-        seconds=seconds,
-        judge=readings,
-    )
+    yield verdict_of(reply, check, p_answer, usage)
 
 
 def topk_prompt_tokens(question: str, hits: Sequence[Hit], backend: Backend, settings: RunSettings) -> int:
