@@ -16,11 +16,11 @@ Left out here: rendering (web/), printing (cli/) and scoring (evaluation/).
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
 from raqa.config import AppConfig, RunForm, RunSettings, SettingsError, SpeedOptions, clean_question, validate_settings
-from raqa.loading import Lazy, load_service
+from raqa.loading import Lazy, Progress, load_service
 from raqa.models.base import Backend, ModelError
 from raqa.models.local import TransformersBackend
 from raqa.reading.engine import run
@@ -35,8 +35,6 @@ from raqa.retrieval.index import BM25Index
 # Runs the page serves at once when its model shares forward passes between them (models/batcher.py); a model
 # that does not (an endpoint, transformers' own forward) serves one run at a time, as the queue always did.
 CONCURRENT_RUNS = 8
-
-Progress = Callable[[str], None]
 
 
 @functools.cache

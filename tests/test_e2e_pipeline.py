@@ -15,7 +15,7 @@ from lab.evaluation.when_to_retrieve_scores import summarise
 from lab.ops.reliability import serve
 from raqa.evaluation.records import write
 from raqa.loading import Lazy
-from raqa.web.pipeline_recordings import Choice, record_pipeline, write_pipeline_recording
+from raqa.web.pipeline_recordings import PolicyChoice, record_pipeline, write_pipeline_recording
 from raqa.when_to_retrieve.tuned import tuned_thresholds
 
 pytestmark = pytest.mark.e2e
@@ -51,7 +51,9 @@ def server(tmp_path_factory, backend):  # noqa: F811
     recordings = tmp_path_factory.mktemp("recordings")
     threshold = tuned_thresholds(json.loads(next(results.glob("pipeline-*.json")).read_text()))["adapt"]
     # the tab's first example, recorded with the tab's default choices (the fake knows Paris from memory)
-    made = record_pipeline(service, "What is the capital of France?", Choice("adapt", threshold), "(test recording)")
+    made = record_pipeline(
+        service, "What is the capital of France?", PolicyChoice("adapt", threshold), "(test recording)"
+    )
     write_pipeline_recording(made, recordings / "pipeline")
     demo, url = serve(service, page={"recordings_dir": recordings, "results_dir": results}, css=page_css())
     yield url.rstrip("/")

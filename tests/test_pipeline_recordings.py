@@ -12,7 +12,7 @@ from raqa.__main__ import main
 from raqa.reading.events import to_json
 from raqa.web.ask_tab import page_lookup
 from raqa.web.pipeline_recordings import (
-    Choice,
+    PolicyChoice,
     find_pipeline,
     read_pipeline_recording,
     record_pipeline,
@@ -29,7 +29,7 @@ EVEREST = "Who first climbed Mount Everest with Tenzing Norgay?"
 
 def test_a_recording_reads_back_as_the_events_the_pipeline_yielded(service, tmp_path):  # noqa: F811
     live = [to_json(e) for e in pipeline(service, EVEREST, "adapt", 0.5)]
-    recording = record_pipeline(service, EVEREST, Choice("adapt", 0.5), "python -m raqa record-pipeline (test)")
+    recording = record_pipeline(service, EVEREST, PolicyChoice("adapt", 0.5), "python -m raqa record-pipeline (test)")
     recorded = [e for _, e in recording.timed_events]
     assert [e["type"] for e in recorded] == [e["type"] for e in live]  # the same steps (their timings differ)
     assert recorded[-1]["answer"] == live[-1]["answer"] == "Edmund Hillary"
@@ -50,21 +50,21 @@ def test_a_recording_reads_back_as_the_events_the_pipeline_yielded(service, tmp_
 @pytest.mark.parametrize(
     ("choice", "found"),
     [
-        (Choice("adapt", 0.5, "base"), True),
-        (Choice("adapt", 0.504, None), True),  # the slider's rounding, and the default reader
-        (Choice("adapt", 0.52, None), False),
-        (Choice("p_true", 0.5, None), False),
-        (Choice("adapt", 0.5, "base+judge"), False),
+        (PolicyChoice("adapt", 0.5, "base"), True),
+        (PolicyChoice("adapt", 0.504, None), True),  # the slider's rounding, and the default reader
+        (PolicyChoice("adapt", 0.52, None), False),
+        (PolicyChoice("p_true", 0.5, None), False),
+        (PolicyChoice("adapt", 0.5, "base+judge"), False),
     ],
 )
 def test_a_recording_is_found_only_for_its_question_and_choices(service, choice, found):  # noqa: F811
-    recording = record_pipeline(service, EVEREST, Choice("adapt", 0.5), "test")
+    recording = record_pipeline(service, EVEREST, PolicyChoice("adapt", 0.5), "test")
     assert (find_pipeline([recording], f"  {EVEREST.upper()} ", choice) is recording) is found
-    assert find_pipeline([recording], "Another question?", Choice("adapt", 0.5)) is None
+    assert find_pipeline([recording], "Another question?", PolicyChoice("adapt", 0.5)) is None
 
 
 def test_the_replay_streams_the_recorded_steps_marked_as_recorded(service):  # noqa: F811
-    recording = record_pipeline(service, EVEREST, Choice("adapt", 0.5), "python -m raqa record-pipeline (test)")
+    recording = record_pipeline(service, EVEREST, PolicyChoice("adapt", 0.5), "python -m raqa record-pipeline (test)")
     pauses: list[float] = []
     frames = list(
         replay_pipeline(service, [recording], page_lookup(service), EVEREST, "adapt", 0.5, None, pause=pauses.append)
@@ -85,7 +85,7 @@ def test_the_replay_streams_the_recorded_steps_marked_as_recorded(service):  # n
     [(EVEREST, "adapt", 0.9), ("Unrecorded?", "adapt", 0.5), (EVEREST, "adapt", "not a number"), (None, "adapt", 0.5)],
 )
 def test_no_matching_recording_says_so_and_runs_nothing(service, question, policy, threshold):  # noqa: F811
-    recording = record_pipeline(service, EVEREST, Choice("adapt", 0.5), "test")
+    recording = record_pipeline(service, EVEREST, PolicyChoice("adapt", 0.5), "test")
     calls = len(service.adapt.get().calls)
     frames = list(replay_pipeline(service, [recording], page_lookup(service), question, policy, threshold))
     assert frames == [NO_RECORDING] and len(service.adapt.get().calls) == calls
@@ -121,7 +121,7 @@ def test_every_example_of_the_tab_replays_with_the_tabs_own_choices():
     from raqa.when_to_retrieve.tuned import MEMORY_QUESTIONS, tuned_thresholds
 
     record = json.loads((ASSETS_DIR / "results" / "pipeline-nq+triviaqa.json").read_text(encoding="utf-8"))
-    choice = Choice("adapt", tuned_thresholds(record)["adapt"])
+    choice = PolicyChoice("adapt", tuned_thresholds(record)["adapt"])
     recordings, problems = load_recordings(PIPELINE_RECORDINGS_DIR, read_pipeline_recording)
     assert problems == []
     for question in [*MEMORY_QUESTIONS[:1], *load_examples()]:

@@ -17,7 +17,7 @@ from pathlib import Path
 from lab.ops import scale
 from lab.ops.deploy_space import DeployError, check_repo_id, deploy, listing, space_files
 from raqa.cli.options import app_config
-from raqa.cli.output import error, progress_line, say, write_json
+from raqa.cli.output import error, progress_line, say, write_and_say
 from raqa.config import RunForm, SpeedOptions
 from raqa.evaluation import questions as question_sets  # by module: tests replace its load_questions
 from raqa.evaluation.records import command_line
@@ -73,7 +73,7 @@ def cmd_load_test(args: argparse.Namespace) -> int:
         "p95_ratio_packed_fp32_weights": packed_ratio,
         "form": list(astuple(form)),
     }
-    write_json(args.out, reliability.record("load_test", command, loaded, results))
+    write_and_say(args.out, reliability.record("load_test", command, loaded, results))
     return 0 if ok else 1
 
 
@@ -94,7 +94,7 @@ def cmd_soak(args: argparse.Namespace) -> int:
     command = command_line(
         "soak", runs=args.runs, questions=args.questions, window=args.window, k=args.k, seed=args.seed, out=args.out
     )
-    write_json(args.out, reliability.record("soak", command, service, result))
+    write_and_say(args.out, reliability.record("soak", command, service, result))
     return 0
 
 
@@ -112,7 +112,7 @@ def cmd_scale_bench(args: argparse.Namespace) -> int:
     )
     if args.out:
         command = command_line("scale-bench", pages=args.pages, queries=args.queries, out=args.out)
-        write_json(args.out, scale.record(command, result))
+        write_and_say(args.out, scale.record(command, result))
     return 0
 
 

@@ -13,20 +13,19 @@ sentence when that holds for some other sentence but not the cited one, and on n
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import get_args
 
 from lab.evaluation.positives import PositiveIndex, sample_windows
 from raqa.config import RunSettings
 from raqa.evaluation.metrics import answer_contained
-from raqa.evaluation.questions import QAItem
+from raqa.evaluation.questions import ProgressBar, QAItem
 from raqa.reading.attribution import MATTERS, attribute, can_attribute
 from raqa.reading.engine import window_verdict
 from raqa.reading.events import Attribution, Finding
 from raqa.retrieval.index import BM25Index
 from raqa.stats import auc_interval, estimate
 
-Progress = Callable[[Iterable], Iterable]
 KINDS = ("answer_bearing", "answer_free")
 DEPENDS = ("cited", "other", "none")
 
@@ -66,7 +65,7 @@ def collect(
     judge,
     positives: PositiveIndex,
     per_kind: int,
-    progress: Progress,
+    progress: ProgressBar,
 ) -> tuple[list[dict], int]:
     """Rows for the answered windows among per_kind answer-free and per_kind answer-bearing windows, and how many
     windows were read."""

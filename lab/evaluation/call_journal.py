@@ -27,7 +27,7 @@ from raqa.config import RunSettings
 from raqa.reading.events import RunEvent, from_json, to_json
 from raqa.retrieval.corpus import Page
 
-Event = TypeVar("Event", bound=RunEvent)
+RunEventT = TypeVar("RunEventT", bound=RunEvent)
 
 
 class _Journal(NamedTuple):
@@ -65,7 +65,7 @@ def call_key(kind: str, question: str, pages: Sequence[str], settings: RunSettin
     return json.dumps(parts, ensure_ascii=False)
 
 
-def remembered(key: str, make: Callable[[], Event | None]) -> Event | None:
+def remembered(key: str, make: Callable[[], RunEventT | None]) -> RunEventT | None:
     """make()'s event (or None), from the journal's row for key when there is one, else made and added to it."""
     journal = _journal.get()
     if journal is None:

@@ -14,7 +14,7 @@ paper's KILT corpus and its strong model; everything here runs on the embedded c
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 
 from lab.evaluation.call_journal import call_key, remembered
@@ -23,7 +23,7 @@ from lab.evaluation.window_scores import score_windows
 from raqa.config import RunSettings
 from raqa.evaluation.fan_out import fan_out
 from raqa.evaluation.metrics import answer_contained, exact_match, f1
-from raqa.evaluation.questions import QAItem
+from raqa.evaluation.questions import ProgressBar, QAItem
 from raqa.reading.engine import run_to_final, windows
 from raqa.reading.events import Final
 from raqa.retrieval.index import BM25Index
@@ -34,12 +34,10 @@ TOPK_KS = (5, 10, 20)
 WINDOW_SIZES = (1, 2, 3, 5, 10)
 SHOT_COUNTS = (0, 2, 4, 6, 8)
 
-Progress = Callable[[Iterable], Iterable]
-
 
 # -- 1. recall ---------------------------------------------------------------------------------
 def recall(
-    items: Sequence[QAItem], indexes: dict[str, BM25Index], positives: PositiveIndex, progress: Progress
+    items: Sequence[QAItem], indexes: dict[str, BM25Index], positives: PositiveIndex, progress: ProgressBar
 ) -> dict:
     """Share of questions with a positive page in the top K, per tokenizer."""
     first: dict[str, list[int | None]] = {name: [] for name in indexes}
@@ -88,7 +86,7 @@ def score_runs(finals: Sequence[tuple[QAItem, Final | None]]) -> dict:
 
 
 # -- 2. Top-K versus iterative -----------------------------------------------------------------------
-def topk_vs_iterative(items, index, backend, base: RunSettings, progress: Progress) -> dict:
+def topk_vs_iterative(items, index, backend, base: RunSettings, progress: ProgressBar) -> dict:
     configs = {f"topk_k{k}": replace(base, strategy="topk", k=k) for k in TOPK_KS}
     configs[f"iterative_w{base.window}_k{base.k}"] = replace(base, strategy="iterative")
     work = [(item, name) for item in items for name in configs]
@@ -121,7 +119,7 @@ def negative_windows_before_first_positive(hits, item, positives, size: int, ord
     return None
 
 
-def window_order(items, index, backend, base: RunSettings, positives: PositiveIndex, progress: Progress) -> dict:
+def window_order(items, index, backend, base: RunSettings, positives: PositiveIndex, progress: ProgressBar) -> dict:
     configs = {(w, o): replace(base, window=w, order=o) for w in WINDOW_SIZES for o in ("forward", "backward")}
     finals: dict[tuple, list] = {c: [] for c in configs}
     negatives: dict[tuple, list] = {c: [] for c in configs}
@@ -149,7 +147,7 @@ def window_order(items, index, backend, base: RunSettings, positives: PositiveIn
 
 
 # -- 4. negative windows ----------------------------------------------------------------------------
-def negative_windows(items, index, backend, base: RunSettings, positives, per_kind: int, progress: Progress) -> dict:
+def negative_windows(items, index, backend, base: RunSettings, positives, per_kind: int, progress: ProgressBar) -> dict:
     negative, positive = sample_windows(items, index, positives, base, per_kind)
     rows = [
         {"shots": shots, **score_windows(negative, positive, backend, replace(base, shots=shots))}
@@ -165,7 +163,7 @@ def negative_windows(items, index, backend, base: RunSettings, positives, per_ki
 
 
 # -- 5. unanswerable questions --------------------------------------------------------------------
-def unanswerable(items, index, backend, base: RunSettings, positives, per_kind: int, progress: Progress) -> dict:
+def unanswerable(items, index, backend, base: RunSettings, positives, per_kind: int, progress: ProgressBar) -> dict:
     chosen = [i for i in items if not positives.anywhere(i.answers)][:per_kind]
     rows = {}
     for grounded in (False, True):

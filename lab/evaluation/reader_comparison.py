@@ -9,18 +9,16 @@ nowhere in the corpus. Left out here: drawing the figure (web/figures_experiment
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 
 from lab.evaluation.experiments import finals_of, score_runs, settings_record
 from lab.evaluation.positives import PositiveIndex, sample_windows
 from lab.evaluation.window_scores import score_windows
 from raqa.config import RunSettings
-from raqa.evaluation.questions import QAItem
+from raqa.evaluation.questions import ProgressBar, QAItem
 from raqa.retrieval.index import BM25Index
 from raqa.stats import estimate
-
-Progress = Callable[[Iterable], Iterable]
 
 
 def reader_comparison(
@@ -32,7 +30,7 @@ def reader_comparison(
     per_kind: int,
     questions_per_order: int,
     unanswerable_questions: int,
-    progress: Progress,
+    progress: ProgressBar,
     judge=None,
     window: int = RunSettings.window,
 ) -> dict:

@@ -10,15 +10,14 @@ configuration the page should default to. Left out here: the figure (web/figures
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Sequence
 
 from lab.evaluation.positives import PositiveIndex, sample_windows
 from lab.evaluation.window_scores import score_windows
 from raqa.config import RunSettings
-from raqa.evaluation.questions import QAItem
+from raqa.evaluation.questions import ProgressBar, QAItem
 from raqa.retrieval.index import BM25Index
 
-Progress = Callable[[Iterable], Iterable]
 # (w, page order); one page has no order, so w=1 is measured once
 CONFIGS: tuple[tuple[int, str], ...] = (
     (1, "best_first"),
@@ -48,7 +47,7 @@ def reading_defaults(
     base: RunSettings,
     positives: PositiveIndex,
     per_kind: int,
-    progress: Progress,
+    progress: ProgressBar,
     judge=None,
 ) -> dict:
     """Each configuration of CONFIGS on per_kind negative and per_kind positive windows of its size."""

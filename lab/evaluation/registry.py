@@ -13,7 +13,7 @@ and progress bars (cli/), and the scoring itself (experiments.py, when_to_retrie
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -22,14 +22,12 @@ from lab.evaluation.positives import PositiveIndex
 from raqa.config import RunSettings, SpeedOptions
 from raqa.evaluation import records
 from raqa.evaluation.fan_out import calls_at_once
-from raqa.evaluation.questions import QAItem, load_questions
+from raqa.evaluation.questions import ProgressBar, QAItem, load_questions
 from raqa.evaluation.records import Run
 from raqa.models.endpoints_file import READER_PREFIX
 from raqa.reading.readers import BASE_READER
 from raqa.retrieval.corpus import page_lookup
 from raqa.retrieval.index import load_or_build
-
-Progress = Callable[[Iterable], Iterable]
 
 
 @dataclass(frozen=True)
@@ -55,7 +53,7 @@ class Inputs:
     positives: PositiveIndex
     limit: int
     options: Options
-    progress: Progress
+    progress: ProgressBar
     base: RunSettings = RunSettings()
 
 
@@ -255,7 +253,7 @@ def run(
     pool: Sequence[QAItem],
     limit: int,
     options: Options,
-    progress: Progress,
+    progress: ProgressBar,
     rows: Path | None = None,
 ) -> Run:
     """Run the experiment and say what made it; the runner's SettingsError, ModelError, QuestionsError pass.

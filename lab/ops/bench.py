@@ -194,7 +194,7 @@ def machine(about: dict) -> dict:
     }
 
 
-def command(args: argparse.Namespace) -> str:
+def rerun_command(args: argparse.Namespace) -> str:
     speed_questions = getattr(args, "speed_questions", SPEED_QUESTIONS)
     named = {name: getattr(args, name, None) for name in ("no_llama_cpp", "corpus", "model", "adapter", "out")}
     return command_line(
@@ -206,7 +206,7 @@ def command(args: argparse.Namespace) -> str:
     )
 
 
-def to_json(args: argparse.Namespace, r: BenchResults, corpus: str, model: str, about: dict | None = None) -> dict:
+def bench_record(args: argparse.Namespace, r: BenchResults, corpus: str, model: str, about: dict | None = None) -> dict:
     """Everything measured, with the command and the provenance (records.provenance(), taken before the run;
     now if not given), ready for json.dumps. bench.json keeps its own names: "date" for "created",
     "cpu_count" for "cpus"."""
@@ -217,7 +217,7 @@ def to_json(args: argparse.Namespace, r: BenchResults, corpus: str, model: str, 
 
     t = r.throughput
     return {
-        "command": command(args),
+        "command": rerun_command(args),
         "code_version": about["code_version"],
         "date": about["created"],
         "load_average_before": about["load_average_before"],
@@ -333,5 +333,5 @@ def main(args: argparse.Namespace) -> int:
     for note in notes(results):
         print(f"Note: {note}")
     if args.out:
-        say(f"Wrote {write_json(Path(args.out), to_json(args, results, corpus, model, about))}")
+        say(f"Wrote {write_json(Path(args.out), bench_record(args, results, corpus, model, about))}")
     return 0

@@ -13,13 +13,13 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 
 from lab.evaluation.attribution_eval import markdown_table as attribution_table
+from raqa.config import ASSETS_DIR
 from raqa.when_to_retrieve.pipeline import PIPELINE_TITLES
 from raqa.when_to_retrieve.uncertainty import SIGNAL_TITLES
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = ASSETS_DIR.parent  # the repository
 RESULTS = ROOT / "assets" / "results"
 
 

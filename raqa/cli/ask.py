@@ -55,7 +55,7 @@ def run_form(args: argparse.Namespace, **changes: object) -> RunForm:
     return RunForm(**given | changes)
 
 
-def load_service(config, reader: str | None):
+def service_with_reader(config, reader: str | None):
     """The service for a run with this reader; a model server's reader leaves the local model unloaded."""
 
     on_server = reader is not None and reader.startswith(READER_PREFIX)
@@ -72,7 +72,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
     except ValueError as e:
         return error(e)
     try:
-        service = load_service(config, args.reader)
+        service = service_with_reader(config, args.reader)
         plan = service.plan(args.question, form)
     except LOAD_ERRORS as e:
         return error(e)
@@ -128,7 +128,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
         items = question_sets.load_questions(args.dataset, args.split, args.limit, args.seed)
         config = app_config(args)
         check_endpoint(reader, config)
-        service = load_service(config, reader)
+        service = service_with_reader(config, reader)
         _, backend = service.reader(reader)  # an unknown reader stops here, listing the readers
     except (QuestionsError, *LOAD_ERRORS) as e:
         return error(e)
@@ -163,7 +163,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
 def cmd_record(args: argparse.Namespace) -> int:
     """Run each question with the page's form on the real model and write its events as a recording."""
     try:
-        service = load_service(app_config(args), args.reader)
+        service = service_with_reader(app_config(args), args.reader)
     except (CorpusError, ModelError, SettingsError) as e:
         return error(str(e))
     form = run_form(args)

@@ -110,7 +110,7 @@ def counter_bar(label: str, total: int):
     return tqdm(total=total, desc=label, file=sys.stderr)
 
 
-def write_json(path: str | Path, record: dict) -> None:
+def write_and_say(path: str | Path, record: dict) -> None:
     """Write a measurement's record (atomically, as every record is) and say where."""
     out = records.write_json(Path(path), record)
     say(f"wrote {out}")

@@ -20,7 +20,7 @@ from raqa.models.base import ModelError
 from raqa.retrieval.corpus import CorpusError
 from raqa.service import Service
 from raqa.web.examples import load_examples
-from raqa.web.pipeline_recordings import Choice, record_pipeline, write_pipeline_recording
+from raqa.web.pipeline_recordings import PolicyChoice, record_pipeline, write_pipeline_recording
 from raqa.when_to_retrieve.pipeline import IDK, ClosedBookAnswered, PipelineEnded, RetrievalDecided, check_policy
 from raqa.when_to_retrieve.planning import pipeline
 from raqa.when_to_retrieve.tuned import MEMORY_QUESTIONS, tuned_thresholds
@@ -73,7 +73,7 @@ def cmd_record_pipeline(args: argparse.Namespace) -> int:
             raise ModelError("record-pipeline needs the Adapt-LLM adapters (assets/adapt) on the embedded model.")
     except (ValueError, CorpusError, ModelError) as e:
         return error(e)
-    choice = Choice(args.policy, threshold, args.reader)
+    choice = PolicyChoice(args.policy, threshold, args.reader)
     for question in args.questions or [*MEMORY_QUESTIONS[:1], *load_examples()]:
         command = (
             f'python -m raqa record-pipeline "{question}" --policy {args.policy}'

@@ -17,6 +17,7 @@ import importlib.util
 import json
 import random
 import zipfile
+from collections.abc import Callable, Iterable
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal, NamedTuple, get_args
@@ -33,6 +34,9 @@ ENTRIES: dict[tuple[str, str], str] = {
     ("triviaqa", "dev"): "topics-and-qrels/topics.dpr.trivia.dev.txt",
     ("squad", "test"): "topics-and-qrels/topics.dpr.squad.test.txt",
 }
+
+
+ProgressBar = Callable[[Iterable], Iterable]  # wraps what a measurement iterates over (questions, windows) in a bar
 
 
 class QAItem(NamedTuple):

@@ -22,6 +22,9 @@ OLD_MARK = ".old-"
 STALE_AFTER_S = 3600.0  # a temporary folder this old belongs to a writer that died
 
 
+BuildProgress = Callable[[str, float], None]  # a cache being built: a message and the share done (0 to 1)
+
+
 def _flush(folder: Path) -> None:
     for path in folder.rglob("*"):
         if path.is_file():

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 
-from raqa.retrieval.atomic import replace_folder
+from raqa.retrieval.atomic import BuildProgress, replace_folder
 from raqa.retrieval.corpus import Page, fingerprint
 from raqa.retrieval.stream_index import build_streaming
 from raqa.retrieval.tokenize import TokenizerName, get_tokenizer
@@ -26,8 +26,6 @@ K1 = 0.9
 B = 0.8
 TOKENIZE_CHUNK = 2000
 STREAM_ABOVE_PAGES = 100_000  # larger corpora are indexed in chunks on disk (stream_index.py)
-
-Progress = Callable[[str, float], None]
 
 
 class Hit(NamedTuple):
@@ -65,7 +63,7 @@ class BM25Index:
         tokenizer: TokenizerName = "wordpiece",
         k1: float = K1,
         b: float = B,
-        progress: Progress = _no_progress,
+        progress: BuildProgress = _no_progress,
     ) -> BM25Index:
         import bm25s
 
@@ -145,7 +143,7 @@ def load_or_build(
     pages: Sequence[Page],
     cache_dir: Path,
     tokenizer: TokenizerName = "wordpiece",
-    progress: Progress = _no_progress,
+    progress: BuildProgress = _no_progress,
 ) -> BM25Index:
     """Load the cached index for these pages, or build and cache it (also when the cache is corrupt)."""
     folder = index_folder(cache_dir, pages, tokenizer)

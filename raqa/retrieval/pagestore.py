@@ -13,15 +13,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
 
-from raqa.retrieval.atomic import replace_folder
+from raqa.retrieval.atomic import BuildProgress, replace_folder
 from raqa.retrieval.corpus import CorpusError, Page, page_from_record, parse_line, sniff_format
-
-Progress = Callable[[str, float], None]
 
 
 def _id_hash(page_id: str) -> int:
@@ -34,7 +32,7 @@ def file_key(path: Path) -> str:
     return hashlib.sha256(f"{path.resolve()}|{stat.st_size}|{stat.st_mtime_ns}".encode()).hexdigest()[:16]
 
 
-def scan(path: Path, fmt: str, progress: Progress) -> np.ndarray:
+def scan(path: Path, fmt: str, progress: BuildProgress) -> np.ndarray:
     """Byte offsets of every record line (plus the file size at the end), checking each record."""
     size = path.stat().st_size
     offsets: list[int] = []
@@ -85,7 +83,9 @@ class PageStore(Sequence[Page]):
         self._fd = os.open(self.path, os.O_RDONLY)
 
     @classmethod
-    def open(cls, path: str | Path, cache_dir: Path | None = None, progress: Progress = lambda m, f: None) -> PageStore:
+    def open(
+        cls, path: str | Path, cache_dir: Path | None = None, progress: BuildProgress = lambda m, f: None
+    ) -> PageStore:
         """Open a corpus file, scanning it once (or loading the cached offset table)."""
         path = Path(path)
         if not path.is_file():

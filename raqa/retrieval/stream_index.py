@@ -17,17 +17,16 @@ import json
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
-from raqa.retrieval.atomic import replace_folder
+from raqa.retrieval.atomic import BuildProgress, replace_folder
 from raqa.retrieval.corpus import Page
 from raqa.retrieval.tokenize import TokenizerName, get_tokenizer
 
 CHUNK_PAGES = 5000
-Progress = Callable[[str, float], None]
 
 
 def _postings(tokens: list[list[str]], vocab: dict[str, int], first_doc: int):
@@ -64,7 +63,7 @@ def build_streaming(
     k1: float = 0.9,
     b: float = 0.8,
     chunk_pages: int = CHUNK_PAGES,
-    progress: Progress = lambda message, fraction: None,
+    progress: BuildProgress = lambda message, fraction: None,
 ) -> dict:
     """Index `pages` (any sequence; a PageStore reads them from disk on demand) into `folder`.
 

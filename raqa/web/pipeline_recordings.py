@@ -33,21 +33,21 @@ THRESHOLD_TOLERANCE = 0.005  # half the tab's slider step: a threshold shown as 
 
 
 @dataclass(frozen=True)
-class Choice:
+class PolicyChoice:
     """The tab's choices (the arguments of planning.pipeline after the question)."""
 
     policy: str = "adapt"
     threshold: float | None = None  # None for never / always, which read no threshold
     reader: str | None = None  # None: the page's default reader
 
-    def matches(self, other: Choice) -> bool:
+    def matches(self, other: PolicyChoice) -> bool:
         """Same policy, the same threshold to within half a slider step (never / always read none), same reader
         (None on either side: the default reader).
 
         Example:
-            >>> Choice("adapt", 0.698, "base+judge").matches(Choice("adapt", 0.70, None))
+            >>> PolicyChoice("adapt", 0.698, "base+judge").matches(PolicyChoice("adapt", 0.70, None))
             True
-            >>> Choice("adapt", 0.698).matches(Choice("adapt", 0.72))
+            >>> PolicyChoice("adapt", 0.698).matches(PolicyChoice("adapt", 0.72))
             False
         """
         if self.policy != other.policy or None not in (self.reader, other.reader) and self.reader != other.reader:
@@ -59,7 +59,7 @@ class Choice:
         return math.isclose(self.threshold, other.threshold, abs_tol=THRESHOLD_TOLERANCE)
 
 
-def record_pipeline(service, question: str, choice: Choice, command: str) -> Recording:
+def record_pipeline(service, question: str, choice: PolicyChoice, command: str) -> Recording:
     """Run the pipeline for the question on the service's models, keeping each event with its time."""
     reader, _ = service.reader(choice.reader)  # which reader the pipeline's default run reads with
     events = pipeline(service, question, choice.policy, choice.threshold, RunForm(reader=choice.reader))
@@ -81,14 +81,14 @@ def record_pipeline(service, question: str, choice: Choice, command: str) -> Rec
     return Recording(header, timed)
 
 
-def choice_of(recording: Recording) -> Choice:
-    return Choice(**recording.header["choice"])
+def choice_of(recording: Recording) -> PolicyChoice:
+    return PolicyChoice(**recording.header["choice"])
 
 
 def _check_header(header: dict) -> None:
     if header.get("kind") != "pipeline":
         raise ValueError("not a pipeline recording")
-    Choice(**header["choice"])
+    PolicyChoice(**header["choice"])
 
 
 def read_pipeline_recording(path: Path) -> Recording:
@@ -104,7 +104,7 @@ def write_pipeline_recording(recording: Recording, folder: Path = PIPELINE_RECOR
     return write_lines(recording, folder / name)
 
 
-def find_pipeline(recordings: Sequence[Recording], question: str, choice: Choice) -> Recording | None:
+def find_pipeline(recordings: Sequence[Recording], question: str, choice: PolicyChoice) -> Recording | None:
     """The recording of this question (case and spacing aside) with these choices, if there is one."""
     wanted = " ".join(str(question).split()).casefold()
     for recording in recordings:

@@ -26,7 +26,7 @@ from raqa.web.experiments_tab import experiment_caption
 from raqa.web.figures_run import safe
 from raqa.web.figures_when_to_retrieve import ADAPT_FIGURES, PIPELINE_FIGURES, ret_signal_figure
 from raqa.web.page_runs import NewestRun
-from raqa.web.pipeline_recordings import PIPELINE_RECORDINGS_DIR, Choice, find_pipeline, read_pipeline_recording
+from raqa.web.pipeline_recordings import PIPELINE_RECORDINGS_DIR, PolicyChoice, find_pipeline, read_pipeline_recording
 from raqa.web.render_when_to_retrieve import (
     PipelineView,
     evaluation_summary,
@@ -87,7 +87,7 @@ def replay_pipeline(service: Service, recordings, page_of, question, policy, thr
     """Stream a recorded pipeline run of this question and these choices through the live run's renderer, marked
     as recorded; a message when there is none (no model runs either way)."""
     try:
-        choice = Choice(policy, float(threshold) if threshold is not None else None, reader)
+        choice = PolicyChoice(policy, float(threshold) if threshold is not None else None, reader)
         found = find_pipeline(recordings, question, choice) if isinstance(question, str) else None
     except (TypeError, ValueError):
         found = None

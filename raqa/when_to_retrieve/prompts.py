@@ -7,12 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from raqa.models.base import Messages
 from raqa.retrieval.index import Hit
 
 RET = "<RET>"
 CONTEXT_TOKENS = 160  # the retrieved page is cut to this many tokens (the paper's passages are ~100 words)
-
-Messages = list[dict[str, str]]
 
 
 def parametric_messages(question: str) -> Messages:
