@@ -1,7 +1,7 @@
 import pytest
 
+from lab.stats import mean_interval, proportion, wilson
 from raqa.evaluation.metrics import answer_contained, exact_match, f1, is_positive
-from raqa.stats import mean_interval, proportion, wilson
 
 
 @pytest.mark.parametrize(

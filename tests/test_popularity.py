@@ -6,7 +6,8 @@ import math
 
 import pytest
 
-from raqa.when_to_retrieve.popularity import PopularityError, load_popqa, lookup, tune_threshold
+from lab.evaluation.when_to_retrieve import tune_threshold
+from raqa.when_to_retrieve.popularity import PopularityError, load_popqa, lookup
 
 HEADER = "id\tsubj\tquestion\tpossible_answers\ts_pop\n"
 

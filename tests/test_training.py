@@ -7,11 +7,11 @@ from dataclasses import replace
 
 import pytest
 
+from lab.stats import auc
 from lab.training.calibration import choose_threshold
 from lab.training.lora import READER_LORA, Encoded, TrainLog, save, target_losses, token_weights, train
 from lab.training.reader import READER_LABEL, loss_summary
 from raqa.reading.readers import CARD_FILE, load_reader
-from raqa.stats import auc
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")

@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import get_args
 
 from lab.evaluation.positives import PositiveIndex, sample_windows
+from lab.stats import auc_interval, estimate
 from raqa.config import RunSettings
 from raqa.evaluation.metrics import answer_contained
 from raqa.evaluation.questions import ProgressBar, QAItem
@@ -24,7 +25,6 @@ from raqa.reading.attribution import MATTERS, attribute, can_attribute
 from raqa.reading.engine import window_verdict
 from raqa.reading.events import Attribution, Finding
 from raqa.retrieval.index import BM25Index
-from raqa.stats import auc_interval, estimate
 
 KINDS = ("answer_bearing", "answer_free")
 DEPENDS = ("cited", "other", "none")

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from lab.evaluation.positives import PositiveIndex
 from lab.evaluation.rows_file import RowsFile, resumed
+from lab.stats import auc, wilson
 from raqa.config import RunSettings
 from raqa.evaluation.metrics import answer_contained, exact_match
 from raqa.evaluation.questions import QAItem
@@ -33,7 +34,6 @@ from raqa.reading.events import Final, RunFailed, WindowVerdict
 from raqa.reading.judge import AnswerJudge
 from raqa.reading.support import with_support
 from raqa.retrieval.index import BM25Index
-from raqa.stats import auc, wilson
 
 RULES = ("before", "after")
 

@@ -20,6 +20,7 @@ from dataclasses import replace
 from lab.evaluation.call_journal import call_key, remembered
 from lab.evaluation.positives import PositiveIndex, first_positive_rank, sample_windows
 from lab.evaluation.window_scores import score_windows
+from lab.stats import estimate
 from raqa.config import RunSettings
 from raqa.evaluation.fan_out import fan_out
 from raqa.evaluation.metrics import answer_contained, exact_match, f1
@@ -27,7 +28,6 @@ from raqa.evaluation.questions import ProgressBar, QAItem
 from raqa.reading.engine import run_to_final, windows
 from raqa.reading.events import Final
 from raqa.retrieval.index import BM25Index
-from raqa.stats import estimate
 
 RECALL_KS = (1, 5, 10, 20, 50, 100, 200, 500, 1000)
 TOPK_KS = (5, 10, 20)

@@ -9,7 +9,7 @@ import random
 from collections.abc import Callable, Sequence
 
 from lab.evaluation.when_to_retrieve import EVAL_POLICIES
-from raqa.stats import auc, best_accuracy, mean_interval, proportion
+from lab.stats import auc, best_accuracy, mean_interval, proportion
 
 METRICS = ("accuracy", "exact_match")  # a gold answer contained, exact match
 

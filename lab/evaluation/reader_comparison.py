@@ -15,10 +15,10 @@ from dataclasses import replace
 from lab.evaluation.experiments import finals_of, score_runs, settings_record
 from lab.evaluation.positives import PositiveIndex, sample_windows
 from lab.evaluation.window_scores import score_windows
+from lab.stats import estimate
 from raqa.config import RunSettings
 from raqa.evaluation.questions import ProgressBar, QAItem
 from raqa.retrieval.index import BM25Index
-from raqa.stats import estimate
 
 
 def reader_comparison(

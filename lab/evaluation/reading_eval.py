@@ -35,6 +35,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from lab.evaluation.rows_file import RowsFile
+from lab.stats import proportion
 from raqa.config import AppConfig, RunForm
 from raqa.evaluation.fan_out import streamed
 from raqa.evaluation.metrics import answer_contained, exact_match, is_positive
@@ -42,7 +43,6 @@ from raqa.evaluation.questions import QAItem, load_questions
 from raqa.evaluation.records import RESULTS_DIR, command_line, provenance, write_json
 from raqa.reading.events import Final, RunFailed, WindowStarted, WindowVerdict
 from raqa.reading.grader import GRADER_FILE, WEAK
-from raqa.stats import proportion
 
 RESULT_FILE = RESULTS_DIR / "reading-nq+triviaqa.json"
 TOP_K = 15

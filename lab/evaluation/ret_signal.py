@@ -24,7 +24,7 @@ import statistics
 from collections.abc import Callable, Sequence
 
 from lab.evaluation.when_to_retrieve_scores import RESAMPLES
-from raqa.stats import auc
+from lab.stats import auc
 from raqa.when_to_retrieve.prompts import parametric_messages
 
 ADAPTER_NAMES = ("baseline", "candidate")

@@ -18,24 +18,50 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import random
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 from lab.evaluation.rows_file import RowsFile, resumed
+from lab.stats import best_accuracy
 from raqa.config import ASSETS_DIR
 from raqa.evaluation.metrics import answer_contained, exact_match
 from raqa.evaluation.questions import QAItem
 from raqa.reading.events import Final, Retrieved, RunFailed
 from raqa.when_to_retrieve.pipeline import ClosedBookAnswered, PipelineEnded, by_policy, pipeline
 from raqa.when_to_retrieve.policies import Popularity, decide, nr_answer
-from raqa.when_to_retrieve.popularity import PopItem, tune_threshold
+from raqa.when_to_retrieve.popularity import PopItem
 from raqa.when_to_retrieve.prompts import closed_book_messages, context_messages
 from raqa.when_to_retrieve.tuned import MEMORY_QUESTIONS
 from raqa.when_to_retrieve.uncertainty import closed_book
 
 READERS = ("base", "base+judge")  # the base model alone (answers as it gives them), and the model + answer judge
 EVAL_POLICIES = ("never", "always", "adapt")  # eval-adapt's policies on every question set
+
+
+class Threshold(NamedTuple):
+    threshold: float  # retrieve when popularity < threshold (inf: always retrieve; the smallest value: never)
+    dev_accuracy: float
+    dev_retrieval_rate: float
+    n: int
+
+
+def tune_threshold(
+    popularity: Sequence[float], correct_closed: Sequence[bool], correct_retrieved: Sequence[bool]
+) -> Threshold:
+    """The threshold with the best accuracy on these dev questions (ties: the one that retrieves least)."""
+    if not popularity or not len(popularity) == len(correct_closed) == len(correct_retrieved):
+        raise ValueError("tune_threshold needs the same, non-zero number of popularities and outcomes.")
+    n = len(popularity)
+
+    def accuracy(t: float) -> float:
+        outcomes = zip(popularity, correct_closed, correct_retrieved, strict=True)
+        return sum(r if p < t else c for p, c, r in outcomes) / n
+
+    best = best_accuracy(sorted(set(popularity)) + [math.inf], accuracy)  # ascending: ties retrieve least
+    return Threshold(best, accuracy(best), sum(p < best for p in popularity) / n, n)
 
 
 def _scores(text: str | None, golds: Sequence[str]) -> dict:

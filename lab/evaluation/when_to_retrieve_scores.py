@@ -13,7 +13,7 @@ import random
 from collections.abc import Sequence
 
 from lab.evaluation.when_to_retrieve import READERS
-from raqa.stats import auc, proportion, youden
+from lab.stats import auc, proportion, youden
 from raqa.when_to_retrieve.pipeline import POLICY_SIGNAL, decide_retrieval
 from raqa.when_to_retrieve.uncertainty import SIGNALS
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from lab.evaluation.call_journal import call_key, remembered
+from lab.stats import auc, estimate
 from raqa.config import RunSettings
 from raqa.evaluation.fan_out import fan_out
 from raqa.evaluation.metrics import answer_contained, exact_match
@@ -19,7 +20,6 @@ from raqa.evaluation.questions import QAItem
 from raqa.reading import grounding
 from raqa.reading.engine import window_verdict
 from raqa.reading.events import WindowVerdict
-from raqa.stats import auc, estimate
 
 
 def _answered(v: WindowVerdict) -> bool:

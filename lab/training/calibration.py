@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from lab.stats import auc
 from raqa.evaluation.metrics import exact_match
 from raqa.reading.engine import window_verdict
-from raqa.stats import auc
 
 
 @dataclass(frozen=True)

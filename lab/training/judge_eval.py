@@ -24,11 +24,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from lab.stats import auc_interval, estimate, proportion, youden
 from lab.training.judge_data import JudgePair, measurement_pairs
 from raqa.evaluation.metrics import answer_contained, exact_match, f1
 from raqa.evaluation.questions import load_questions
 from raqa.reading.judge import probability
-from raqa.stats import auc_interval, estimate, proportion, youden
 
 
 def choose_threshold(negative: Sequence[float], positive: Sequence[float]) -> float:

@@ -18,11 +18,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from lab.evaluation.positives import sample_windows
+from lab.stats import auc, lowest_under
 from lab.training.judge_card import write_card
 from lab.training.judge_data import dev_setup
 from raqa.config import RunSettings
 from raqa.reading.judge import CARD_FILE, AnswerJudge
-from raqa.stats import auc, lowest_under
 
 WINDOWS = (1, 2, 3)
 MAX_FALSE = 0.2  # at most this share of answer-free dev windows passes the gate

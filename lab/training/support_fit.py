@@ -29,13 +29,13 @@ from pathlib import Path
 
 import numpy as np
 
+from lab.stats import wilson
 from lab.training.judge_card import write_card
 from lab.training.judge_data import dev_setup
 from raqa.evaluation.metrics import answer_contained
 from raqa.evaluation.records import provenance
 from raqa.reading.judge import CARD_FILE, AnswerJudge
 from raqa.reading.support import CONTEXT_RANKS, FEATURES, SUPPORT_FILE, SupportModel, page_features
-from raqa.stats import wilson
 
 MIN_GREEN = 10  # green finals needed on dev before a precision counts
 PRECISION = 0.9  # what a green badge must reach on dev

@@ -1,7 +1,7 @@
 """Scoring against gold answers: exact match, token F1, answer containment, a positive page.
 
 Normalisation is the standard open-domain QA one (text.normalize_answer). Intervals, AUCs and thresholds are
-raqa/stats.py's. Nothing here runs a model or reads events; see experiments.py.
+lab/stats.py's. Nothing here runs a model or reads events; see experiments.py.
 """
 
 from __future__ import annotations

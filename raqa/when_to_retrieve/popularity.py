@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import NamedTuple
 
 from raqa.models.base import ModelError
-from raqa.stats import best_accuracy
 from raqa.text import normalize_answer
 
 REQUIRED = ("question", "possible_answers", "s_pop")
@@ -37,13 +36,6 @@ class PopItem(NamedTuple):
 
 class PopularityError(ValueError):
     """A PopQA-format file cannot be used; the message names the file, the line and what was expected."""
-
-
-class Threshold(NamedTuple):
-    threshold: float  # retrieve when popularity < threshold (inf: always retrieve; the smallest value: never)
-    dev_accuracy: float
-    dev_retrieval_rate: float
-    n: int
 
 
 def _answers(text: str, where: str) -> tuple[str, ...]:
@@ -111,22 +103,6 @@ def load_popqa(path: str | Path, limit: int | None = None) -> list[PopItem]:
     if not items:
         raise PopularityError(f"{path}: the file has a header but no questions.")
     return items
-
-
-def tune_threshold(
-    popularity: Sequence[float], correct_closed: Sequence[bool], correct_retrieved: Sequence[bool]
-) -> Threshold:
-    """The threshold with the best accuracy on these dev questions (ties: the one that retrieves least)."""
-    if not popularity or not len(popularity) == len(correct_closed) == len(correct_retrieved):
-        raise ValueError("tune_threshold needs the same, non-zero number of popularities and outcomes.")
-    n = len(popularity)
-
-    def accuracy(t: float) -> float:
-        outcomes = zip(popularity, correct_closed, correct_retrieved, strict=True)
-        return sum(r if p < t else c for p, c, r in outcomes) / n
-
-    best = best_accuracy(sorted(set(popularity)) + [math.inf], accuracy)  # ascending: ties retrieve least
-    return Threshold(best, accuracy(best), sum(p < best for p in popularity) / n, n)
 
 
 def lookup(items: Sequence[PopItem]) -> dict[str, PopItem]:
