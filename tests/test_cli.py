@@ -15,9 +15,9 @@ import pytest
 
 from lab.cli import build_parser as build_lab_parser
 from lab.cli import main as lab_main
+from lab.records import DEMO_VERBS
 from raqa.cli import build_parser, main
 from raqa.config import AppConfig, RunSettings
-from raqa.evaluation.records import DEMO_VERBS
 from raqa.loading import Lazy
 from raqa.models.base import ModelError
 from raqa.models.scripted import ScriptedBackend

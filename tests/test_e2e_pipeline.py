@@ -13,7 +13,7 @@ from test_pipeline_eval import _rows
 
 from lab.evaluation.when_to_retrieve_scores import summarise
 from lab.ops.reliability import serve
-from raqa.evaluation.records import write
+from lab.records import write_record
 from raqa.loading import Lazy
 from raqa.web.pipeline_recordings import PolicyChoice, record_pipeline, write_pipeline_recording
 from raqa.when_to_retrieve.tuned import tuned_thresholds
@@ -37,7 +37,7 @@ def server(tmp_path_factory, backend):  # noqa: F811
     results = tmp_path_factory.mktemp("results")
     rows = _rows()
     record = {**summarise([dict(r, split="dev") for r in rows], rows), "examples": EXAMPLES}
-    write("pipeline", "nq", record, {"command": "python -m lab eval-pipeline (synthetic rows)"}, results)
+    write_record("pipeline", "nq", record, {"command": "python -m lab eval-pipeline (synthetic rows)"}, results)
     pages = _fruit_pages()
     service = Service(
         AppConfig(cache_dir=tmp_path_factory.mktemp("cache")),

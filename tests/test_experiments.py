@@ -7,6 +7,7 @@ import pytest
 from lab.evaluation import experiments
 from lab.evaluation.experiments import negative_windows_before_first_positive
 from lab.evaluation.positives import PositiveIndex
+from lab.records import write_record
 from raqa.config import RunSettings
 from raqa.evaluation import records
 from raqa.evaluation.questions import QAItem
@@ -104,7 +105,7 @@ def test_unanswerable_uses_only_questions_answered_nowhere(index, positives):
 
 
 def test_write_records_provenance_and_load_reports_broken_files(tmp_path):
-    path = records.write("recall", "nq", {"x": 1}, {"command": "python -m lab experiment recall"}, tmp_path)
+    path = write_record("recall", "nq", {"x": 1}, {"command": "python -m lab experiment recall"}, tmp_path)
     record = json.loads(path.read_text())
     assert record["command"].startswith("python -m lab experiment") and record["results"] == {"x": 1}
     assert record["code_version"].startswith("raqa ")

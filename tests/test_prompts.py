@@ -21,7 +21,6 @@ from raqa.reading.prompts import (
     build_messages,
     page_block,
     parse_reply,
-    reply_is_complete,
 )
 from raqa.retrieval.corpus import Page
 from raqa.retrieval.index import Hit
@@ -253,22 +252,6 @@ def test_parse_reply_never_raises(raw: str) -> None:
 @given(st.one_of(st.none(), st.integers(), st.floats(), st.binary(), st.lists(st.text(max_size=5))))
 def test_parse_reply_reads_non_strings_as_unparseable(raw: object) -> None:
     assert parse_reply(raw).kind == "unparseable"
-
-
-@pytest.mark.parametrize(
-    ("text", "complete"),
-    [
-        ("ANSWER: Paris\nPAGE: 12\nSENTENCE: 2\n", True),
-        ("ANSWER: Paris\nPAGE: 12\nQUOTE: Paris is big.\n", True),
-        ("ANSWER: Paris\nPAGE: 12\nsentence: 2\n", True),
-        ("ANSWER: Paris\nPAGE: 12\nSENTENCE: 2", False),
-        ("ANSWER: Paris\nPAGE: 12\nSENTENCE: \n", False),
-        ("ANSWER: Paris\nPAGE: 12\n", False),
-        ("", False),
-    ],
-)
-def test_reply_is_complete(text: str, complete: bool) -> None:
-    assert reply_is_complete(text) is complete
 
 
 PAGE = Page(

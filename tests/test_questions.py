@@ -7,7 +7,7 @@ import importlib.util
 import pytest
 
 from raqa.evaluation import questions
-from raqa.evaluation.questions import QAItem, QuestionsError, load_questions, parse_tsv_line, read_questions_file
+from raqa.evaluation.questions import QAItem, QuestionsError, load_questions, parse_tsv_line
 
 needs_pyserini = pytest.mark.skipif(
     importlib.util.find_spec("pyserini") is None, reason="pyserini==0.17.0 is not installed"
@@ -87,33 +87,3 @@ def test_missing_pyserini_says_how_to_install(monkeypatch):
     monkeypatch.setattr(questions.importlib.util, "find_spec", lambda name: None)
     with pytest.raises(QuestionsError, match="pip install --no-deps pyserini==0.17.0"):
         questions.jar_path()
-
-
-def test_user_tsv_file(tmp_path):
-    path = tmp_path / "mine.tsv"
-    path.write_text(
-        "who painted the mona lisa\t['Leonardo da Vinci', 'Leonardo']\n"
-        "\n"
-        '"Who said ""hello""?"\t"[""O\'Brien""]"\n'
-        '{"question": "where is paris", "answer": ["France", "France"]}\n',
-        encoding="utf-8",
-    )
-    assert read_questions_file(path) == [
-        QAItem("mine-1", "who painted the mona lisa", ("Leonardo da Vinci", "Leonardo")),
-        QAItem("mine-3", 'Who said "hello"?', ("O'Brien",)),
-        QAItem("mine-4", "where is paris", ("France",)),
-    ]
-    assert read_questions_file(path, limit=1) == read_questions_file(path)[:1]
-
-
-def test_user_file_errors_name_the_file_and_line(tmp_path):
-    path = tmp_path / "bad.tsv"
-    path.write_text("fine\t['yes']\nbroken line without a tab\n", encoding="utf-8")
-    with pytest.raises(QuestionsError, match=r"bad.tsv, line 2: expected a question, a tab"):
-        read_questions_file(path)
-    with pytest.raises(QuestionsError, match="no such question file"):
-        read_questions_file(tmp_path / "missing.tsv")
-    empty = tmp_path / "empty.tsv"
-    empty.write_text("\n\n", encoding="utf-8")
-    with pytest.raises(QuestionsError, match="has no questions"):
-        read_questions_file(empty)

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from raqa.config import RunSettings
-from raqa.reading.readers import BASE_READER, READERS_DIR, ReaderError, available_readers, get_reader, load_reader
+from raqa.reading.readers import BASE_READER, READERS_DIR, ReaderError, available_readers, load_reader
 
 
 def make_reader(root, name="abstain", card=None, files=("adapter_config.json", "adapter_model.safetensors")):
@@ -65,14 +65,8 @@ def test_a_folder_missing_its_adapter_says_which_file(tmp_path):
         load_reader(tmp_path / "abstain")
 
 
-def test_get_reader_lists_the_choices(tmp_path):
-    assert get_reader("base", tmp_path) == BASE_READER
-    with pytest.raises(ReaderError, match="Choose from: base"):
-        get_reader("nope", tmp_path)
-
-
 @pytest.mark.skipif(not (READERS_DIR / "abstain").is_dir(), reason="no committed reader")
 def test_the_committed_reader_loads_with_a_calibrated_threshold():
-    reader = get_reader("abstain")
+    reader = load_reader(READERS_DIR / "abstain")
     assert 0.0 <= reader.answer_threshold <= 1.0
     assert (reader.adapter / "README.md").is_file()

@@ -14,17 +14,18 @@ import time
 from pathlib import Path
 
 from lab.cli.experiments import run_concurrency
+from lab.cli.progress import counter_bar
 from lab.evaluation.badges import RuleJudge, run_rows, score
 from lab.evaluation.positives import PositiveIndex
 from lab.evaluation.registry import served_by, server_about
+from lab.records import command_line, write_record
 from raqa.cli.options import app_config
-from raqa.cli.output import counter_bar, error, say
+from raqa.cli.output import error, say
 from raqa.config import RunSettings
 from raqa.evaluation import questions as question_sets  # by module: tests replace its load_questions
 from raqa.evaluation import records
 from raqa.evaluation.fan_out import calls_at_once
 from raqa.evaluation.questions import QuestionsError
-from raqa.evaluation.records import command_line
 from raqa.models.base import ModelError
 from raqa.retrieval.corpus import CorpusError
 from raqa.text import slug
@@ -90,6 +91,6 @@ def cmd_eval_badges(args: argparse.Namespace) -> int:
     }
     if args.endpoint:
         about["server"] = server_about(backend, args.endpoint, concurrency, "the model's replies; the judge: local")
-    path = records.write("badges", label, score(rows), about, out_dir)
+    path = write_record("badges", label, score(rows), about, out_dir)
     say(f"wrote {path}")
     return 0

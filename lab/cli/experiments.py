@@ -10,17 +10,18 @@ import argparse
 from functools import partial
 from pathlib import Path
 
+from lab.cli.progress import counter_bar, progress_bar
 from lab.evaluation import registry
 from lab.evaluation.eval_adapt import run_eval_adapt
 from lab.evaluation.when_to_retrieve import adapt_rows
+from lab.records import command_line, options_line, write_record
 from raqa.cli.options import app_config
-from raqa.cli.output import counter_bar, error, progress_bar, say
+from raqa.cli.output import error, say
 from raqa.config import SpeedOptions
 from raqa.evaluation import questions as question_sets  # by module: tests replace its load_questions
 from raqa.evaluation import records
 from raqa.evaluation.fan_out import MAX_CALLS, calls_at_once
 from raqa.evaluation.questions import QuestionsError
-from raqa.evaluation.records import command_line, options_line
 from raqa.models.base import ModelError
 from raqa.retrieval.corpus import CorpusError
 from raqa.text import slug
@@ -77,7 +78,7 @@ def cmd_experiment(args: argparse.Namespace) -> int:
         return error(e)
     # a record kept in its own folder says so, so that rerunning it writes it there again
     run.about["command"] += options_line(out=args.out, rows=args.rows)
-    path = records.write(experiment.name, label, run.results, run.about, _out_dir(args))
+    path = write_record(experiment.name, label, run.results, run.about, _out_dir(args))
     say(f"wrote {path} in {run.seconds:.0f} s")
     return 0
 
@@ -151,7 +152,7 @@ def cmd_eval_adapt(args: argparse.Namespace) -> int:
             sets, popqa, model, search, folders, service, about, counter_bar, adapt_rows(rows_path, key)
         )
     label = "+".join(args.datasets) + ("+popqa" if popqa else "") + (f"-{slug(args.endpoint)}" if server else "")
-    path = records.write("when_to_retrieve", label, run.results, run.about, _out_dir(args))
+    path = write_record("when_to_retrieve", label, run.results, run.about, _out_dir(args))
     for dataset, summary in run.results["datasets"].items():
         line = {p: round(v["accuracy"]["value"], 3) for p, v in summary["policies"].items()}
         say(f"{dataset} (n={summary['n']}): accuracy {line}, <RET> rate {summary['ret_rate']['value']:.1%}")

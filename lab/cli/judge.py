@@ -13,12 +13,12 @@ import argparse
 import json
 from pathlib import Path
 
+from lab.records import command_line
 from lab.training.judge import JudgeSettings, remeasure, train_judge
 from lab.training.judge_gate import calibrate_folder
 from lab.training.support_fit import fit_folder
 from raqa.cli.output import error, say
 from raqa.config import default_cache_dir
-from raqa.evaluation.records import command_line
 from raqa.models.base import ModelError
 
 

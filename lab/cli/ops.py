@@ -14,13 +14,14 @@ import tempfile
 from dataclasses import asdict, astuple
 from pathlib import Path
 
+from lab.cli.progress import write_and_say
 from lab.ops import scale
 from lab.ops.deploy_space import DeployError, check_repo_id, deploy, listing, space_files
+from lab.records import command_line
 from raqa.cli.options import app_config
-from raqa.cli.output import error, progress_line, say, write_and_say
+from raqa.cli.output import error, progress_line, say
 from raqa.config import RunForm, SpeedOptions
 from raqa.evaluation import questions as question_sets  # by module: tests replace its load_questions
-from raqa.evaluation.records import command_line
 
 # KILT's 5.9 M pages hold about 2.1 G words (DPR cut the same Wikipedia into 21 M passages of 100 words),
 # so about 360 words or, at 1.3 WordPiece tokens a word, 470 tokens a page: an assumption, not a measurement.

@@ -14,12 +14,14 @@ import time
 from pathlib import Path
 
 from lab.cli.experiments import run_concurrency
+from lab.cli.progress import counter_bar
 from lab.evaluation.positives import PositiveIndex
 from lab.evaluation.registry import served_by, server_about
 from lab.evaluation.when_to_retrieve import READERS, dev_row, example_decisions, interleave, make_rows, question_row
 from lab.evaluation.when_to_retrieve_scores import summarise
+from lab.records import write_record
 from raqa.cli.options import app_config
-from raqa.cli.output import counter_bar, error, say
+from raqa.cli.output import error, say
 from raqa.config import RunForm
 from raqa.evaluation import questions as question_sets  # by module: tests replace its load_questions
 from raqa.evaluation import records
@@ -112,7 +114,7 @@ def cmd_eval_pipeline(args: argparse.Namespace) -> int:
     if args.endpoint:
         reads = "the readers' windows; closed-book: local"
         about["server"] = server_about(service.backend, args.endpoint, concurrency, reads)
-    path = records.write(
+    path = write_record(
         "pipeline", "+".join(args.datasets), results, about, Path(args.out) if args.out else records.RESULTS_DIR
     )
     say(f"wrote {path}")

@@ -14,13 +14,14 @@ import json
 import time
 from pathlib import Path
 
+from lab.cli.progress import counter_bar
 from lab.evaluation.ret_signal import compare, rescored_rows, ret_probabilities
 from lab.evaluation.when_to_retrieve import example_decisions
 from lab.evaluation.when_to_retrieve_scores import summarise
+from lab.records import command_line, write_json, write_record
 from lab.training.when_to_retrieve_data import read_labelled
-from raqa.cli.output import counter_bar, error, say
+from raqa.cli.output import error, say
 from raqa.evaluation import records
-from raqa.evaluation.records import command_line
 from raqa.models.base import ModelError
 
 BASELINE_NAME = "baseline"
@@ -123,7 +124,7 @@ def cmd_compare_ret(args: argparse.Namespace) -> int:
         },
         "seconds": round(time.perf_counter() - start, 1),
     }
-    path = records.write(
+    path = write_record(
         "ret_signal",
         record.get("dataset", "pipeline"),
         results,
@@ -166,5 +167,5 @@ def _update_record(args, record: dict, model, p_ret: dict, command: str) -> None
         **records.provenance(),
     }
     updated = {**record, "results": results, "rescored": rescored}
-    records.write_json(Path(args.record), updated)
+    write_json(Path(args.record), updated)
     say(f"rescored {args.record}")

@@ -10,12 +10,12 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+from lab.records import command_line
 from lab.training import reader as reader_training  # by module: tests replace its train_reader
 from lab.training.lora import ADAPT_LORA, READER_LORA
 from lab.training.when_to_retrieve_data import KINDS
 from raqa.cli.output import error, say
 from raqa.config import default_cache_dir
-from raqa.evaluation.records import command_line
 
 
 def _cache(args: argparse.Namespace) -> Path:

@@ -10,8 +10,8 @@ from collections.abc import Callable, Sequence
 
 from lab.evaluation.policy_scores import summarise_policies
 from lab.evaluation.when_to_retrieve import evaluate, popularity_rows
+from lab.records import Run
 from raqa.evaluation.questions import QAItem
-from raqa.evaluation.records import Run
 
 
 def run_eval_adapt(

@@ -2,7 +2,7 @@
 
 Each experiment takes questions from questions.py, runs the same event stream as the page
 (engine.run, or engine.window_verdict for single windows), scores it with metrics.py, and returns a
-results dict; records.write() adds what made it (command, dataset, sample, model, adapter, corpus,
+results dict; write_record() adds what made it (command, dataset, sample, model, adapter, corpus,
 code version) and saves it under assets/results/. Figures are drawn from these files by
 web/figures_experiments.py; nothing is recomputed when the page loads.
 

@@ -35,12 +35,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from lab.evaluation.rows_file import RowsFile
+from lab.records import command_line, write_json
 from lab.stats import proportion
 from raqa.config import AppConfig, RunForm
 from raqa.evaluation.fan_out import streamed
 from raqa.evaluation.metrics import answer_contained, exact_match, is_positive
 from raqa.evaluation.questions import QAItem, load_questions
-from raqa.evaluation.records import RESULTS_DIR, command_line, provenance, write_json
+from raqa.evaluation.records import RESULTS_DIR, provenance
 from raqa.reading.events import Final, RunFailed, WindowStarted, WindowVerdict
 from raqa.reading.grader import GRADER_FILE, WEAK
 

@@ -3,7 +3,7 @@
 `EXPERIMENTS[name]` holds the runner (experiments.py does the work), the default limit, how many questions
 to draw per question or window kept, and whether it needs the model. `question_pool` draws the questions,
 `run` times the runner and assembles the record's provenance (`Run.about`), and the caller saves it with
-`records.write(name, dataset, run.results, run.about, out_dir)`. The When-to-retrieve evaluation
+`write_record(name, dataset, run.results, run.about, out_dir)`. The When-to-retrieve evaluation
 (`python -m lab eval-adapt`) does the same in eval_adapt.py.
 
 Readers come from the service (`Service.reader`), so an experiment reads with exactly the backend and
@@ -19,11 +19,11 @@ from pathlib import Path
 
 from lab.evaluation import attribution_eval, call_journal, experiments, reader_comparison, reading_defaults
 from lab.evaluation.positives import PositiveIndex
+from lab.records import Run, command_line, timed
 from raqa.config import RunSettings, SpeedOptions
 from raqa.evaluation import records
 from raqa.evaluation.fan_out import calls_at_once
 from raqa.evaluation.questions import ProgressBar, QAItem, load_questions
-from raqa.evaluation.records import Run
 from raqa.models.endpoints_file import READER_PREFIX
 from raqa.reading.readers import BASE_READER
 from raqa.retrieval.corpus import page_lookup
@@ -176,7 +176,7 @@ def question_pool(experiment: Experiment, dataset: str, limit: int, seed: int) -
     return load_questions(dataset, "test", limit * experiment.pool_factor, seed)
 
 
-def command_line(experiment: Experiment, dataset: str, limit: int, options: Options, weights: str) -> str:
+def experiment_command(experiment: Experiment, dataset: str, limit: int, options: Options, weights: str) -> str:
     """The command that reruns the experiment, as its record states it."""
     named = list(experiment.options)
     named += [n for n in ("window", "page_order") if n not in named and getattr(options, n) != getattr(RunSettings, n)]
@@ -184,7 +184,7 @@ def command_line(experiment: Experiment, dataset: str, limit: int, options: Opti
         named += ["endpoint", "concurrency"]
     chosen = {name: str(getattr(options, name)) for name in named}  # str: an option's 0 or False is stated too
     default = weights == SpeedOptions.weights  # the --weights a rerun needs: none for the default
-    return records.command_line(
+    return command_line(
         "experiment",
         experiment.name,
         dataset=dataset,
@@ -268,11 +268,11 @@ def run(
     journal = call_journal.rows_file(rows, journal_key(service, experiment)) if rows else None
     resumed_from = len(journal.rows) if journal else 0
     with calls_at_once(options.concurrency), call_journal.journaled(journal, page_lookup(service.pages)):
-        results, seconds = records.timed(experiment.runner, inputs)
+        results, seconds = timed(experiment.runner, inputs)
     local = experiment.needs_model and options.endpoint is None  # read by the local model, in these weights
     weights = service.config.speed.weights if local else None
     about = {
-        "command": command_line(experiment, dataset, limit, options, weights or SpeedOptions.weights),
+        "command": experiment_command(experiment, dataset, limit, options, weights or SpeedOptions.weights),
         "sample": {"split": "test", "limit": limit, "seed": options.seed, "pool": len(pool)},
         "model": service.backend.name if experiment.needs_model else None,
         "weights": weights,

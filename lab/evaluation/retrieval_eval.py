@@ -17,11 +17,12 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from lab.records import command_line, write_json
 from lab.stats import proportion
 from raqa.config import AppConfig
 from raqa.evaluation.metrics import is_positive
 from raqa.evaluation.questions import QAItem, load_questions
-from raqa.evaluation.records import RESULTS_DIR, command_line, provenance, write_json
+from raqa.evaluation.records import RESULTS_DIR, provenance
 from raqa.retrieval.dense import RERANK_DEPTH
 
 KS = (1, 5, 15)

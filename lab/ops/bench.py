@@ -56,10 +56,11 @@ from lab.ops.bench_speed import (
 )
 from lab.ops.bench_start import AskStart, StartTime, ask_start, cached_start
 from lab.ops.bench_timing import CpuWatch, Row
+from lab.records import command_line, write_json
 from raqa.cli.output import say
 from raqa.config import AppConfig
 from raqa.evaluation.questions import QuestionsError, load_questions
-from raqa.evaluation.records import command_line, provenance, write_json
+from raqa.evaluation.records import provenance
 from raqa.models.base import ModelError
 from raqa.models.local import TransformersBackend
 from raqa.retrieval.corpus import CorpusError, corpus_name, load_corpus

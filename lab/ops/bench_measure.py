@@ -16,9 +16,9 @@ from typing import NamedTuple
 import numpy as np
 
 from lab.ops.bench_timing import latencies_ms, percentile, progress
+from lab.records import timed
 from raqa.cli.output import say
 from raqa.config import AppConfig, RunSettings
-from raqa.evaluation.records import timed
 from raqa.models.local import TransformersBackend
 from raqa.reading.engine import run, run_to_final
 from raqa.reading.events import Final, WindowVerdict

@@ -1,5 +1,5 @@
 """Timing helpers the measurements share: the one percentile, per-call latencies, progress lines, and how busy the
-machine was meanwhile (CpuWatch). The load test and the scale bench use percentile too; the timer is records.timed."""
+machine was meanwhile (CpuWatch). The load test and the scale bench use percentile too; the timer is timed."""
 
 from __future__ import annotations
 

@@ -28,10 +28,10 @@ from pathlib import Path
 from lab.evaluation.registry import EXPERIMENTS, Options, on_server, question_pool, run
 from lab.ops.bench_timing import progress
 from lab.ops.llama_server import ALIAS, llama_cpp_server
+from lab.records import Run, command_line, write_json, write_record
 from raqa.cli.output import say
 from raqa.config import AppConfig
 from raqa.evaluation import records
-from raqa.evaluation.records import Run, command_line
 from raqa.loading import Lazy
 from raqa.models.endpoint import EndpointBackend, EndpointConfig
 from raqa.models.endpoints_file import READER_PREFIX
@@ -185,7 +185,7 @@ def main(argv: Iterable[str] | None = None) -> int:
     )
     for label, made in runs.items():
         made.about["made_by"] = command
-        records.write(args.experiment, f"{args.dataset}-{label}", made.results, made.about, out)
+        write_record(args.experiment, f"{args.dataset}-{label}", made.results, made.about, out)
     one, many = runs["server_c1"].seconds, runs[f"server_c{args.concurrency}"].seconds
     summary = {
         "command": command,
@@ -203,7 +203,7 @@ def main(argv: Iterable[str] | None = None) -> int:
         **records.provenance(),
         "total_seconds": round(time.perf_counter() - began, 1),
     }
-    path = records.write_json(out / f"server_experiment-{args.experiment}-{args.dataset}.json", summary)
+    path = write_json(out / f"server_experiment-{args.experiment}-{args.dataset}.json", summary)
     say(f"wrote {path}: concurrency {args.concurrency} / 1 wall time {summary['ratio_concurrency']['value']}")
     return 0
 

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
-from raqa.evaluation import records
 from raqa.reading.attribution import shown_p
 from raqa.reading.events import (
     Attribution,
@@ -94,23 +92,3 @@ def progress_line(label: str):
         print(f"\r{label}: {done}/{total}", end="\n" if done == total else "", file=sys.stderr, flush=True)
 
     return show
-
-
-def progress_bar(label: str):
-    """progress(items) for the experiments: a tqdm bar on stderr over the items."""
-    from tqdm import tqdm
-
-    return lambda items: tqdm(items, desc=label, file=sys.stderr)
-
-
-def counter_bar(label: str, total: int):
-    """A tqdm bar of a known total on stderr (use as a context manager; .update(1) per item)."""
-    from tqdm import tqdm
-
-    return tqdm(total=total, desc=label, file=sys.stderr)
-
-
-def write_and_say(path: str | Path, record: dict) -> None:
-    """Write a measurement's record (atomically, as every record is) and say where."""
-    out = records.write_json(Path(path), record)
-    say(f"wrote {out}")

@@ -194,27 +194,3 @@ def load_questions(
         valid = ", ".join(f"{d}/{s}" for d, s in ENTRIES)
         raise ValueError(f"There is no {dataset} {split} split. Choose from: {valid}.")
     return sample(list(_shipped(dataset, split)), limit, seed)
-
-
-def read_questions_file(
-    path: str | Path,
-    limit: int | None = None,
-    seed: int | None = None,
-) -> list[QAItem]:
-    """A user's own question file: one `question<TAB>['answer', ...]` or SQuAD-style JSON object per line.
-
-    Lines may also be CSV-quoted as in the TriviaQA file; a line that cannot be read raises QuestionsError.
-    """
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise QuestionsError(f"{path}: no such question file.") from None
-    except UnicodeDecodeError:
-        raise QuestionsError(f"{path}: not UTF-8 text.") from None
-    except OSError as e:
-        raise QuestionsError(f"{path}: cannot be read ({e.strerror}).") from None
-    items = parse_lines(text.split("\n"), path.stem, str(path))
-    if not items:
-        raise QuestionsError(f"{path}: the file has no questions.")
-    return sample(items, limit, seed)

@@ -220,9 +220,3 @@ def parse_reply(raw: object) -> ParsedReply:
         quote=quote,
         reason=fields.get("REASON") or None,
     )
-
-
-def reply_is_complete(text: str) -> bool:
-    """True once an answer reply has its SENTENCE (or QUOTE) line finished: generation can stop there."""
-    fields_done = re.search(r"^\W*(SENTENCE|QUOTE)\W*?[:\-]\s*\S.*\n", text, re.IGNORECASE | re.MULTILINE)
-    return fields_done is not None

@@ -118,12 +118,3 @@ def available_readers(root: Path = READERS_DIR) -> list[Reader]:
         if any((folder / name).exists() for name in (*ADAPTER_FILES, CARD_FILE)):
             readers.append(load_reader(folder))
     return readers
-
-
-def get_reader(name: str, root: Path = READERS_DIR) -> Reader:
-    """The reader called name, or ReaderError listing the valid names."""
-    readers = available_readers(root)
-    for reader in readers:
-        if reader.name == name:
-            return reader
-    raise ReaderError(f"Invalid reader: {name!r}. Choose from: {', '.join(r.name for r in readers)}.")
