@@ -11,9 +11,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from scripted import ScriptedBackend
 
 from raqa.models.base import Messages
-from raqa.models.scripted import ScriptedBackend
 from raqa.retrieval.corpus import Page, load_corpus
 from raqa.retrieval.index import BM25Index
 

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 from adapt_fakes import FakeAdaptModel, knows_paris
+from scripted import ScriptedBackend
 
 from lab.cli import main
 from raqa.config import AppConfig
 from raqa.evaluation import questions
 from raqa.evaluation.questions import QAItem
 from raqa.loading import Lazy
-from raqa.models.scripted import ScriptedBackend
 from raqa.reading.readers import Reader
 from raqa.service import Service
 from raqa.when_to_retrieve import model as adapt_model

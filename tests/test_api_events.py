@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from scripted import ScriptedBackend
 
 from raqa.config import AppConfig, RunForm
-from raqa.models.scripted import ScriptedBackend
 from raqa.reading.events import to_json
 from raqa.service import Service
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import gradio as gr
 import pytest
+from scripted import ScriptedBackend
 
 from raqa.config import RunSettings
-from raqa.models.scripted import ScriptedBackend
 from raqa.reading.engine import run
 from raqa.reading.events import to_json
 from raqa.web import ask_layout

@@ -8,13 +8,13 @@ import math
 
 import pytest
 import torch
+from scripted import ScriptedBackend
 from test_speed import tiny_llama
 
 from raqa.config import RunSettings
 from raqa.models.base import ModelError
 from raqa.models.llama_runner import LlamaRunner, Request
 from raqa.models.scoring import lean_logprobs, plain_logprobs
-from raqa.models.scripted import ScriptedBackend
 from raqa.reading.attribution import MATTERS, attribute, can_attribute, with_attributions
 from raqa.reading.engine import run
 from raqa.reading.events import Attribution, Notice, WindowVerdict, from_json, to_json

@@ -8,12 +8,12 @@ import math
 from pathlib import Path
 
 import pytest
+from scripted import ScriptedBackend
 
 from lab.evaluation.attribution_eval import collect, depends_on, markdown_table, summarise
 from lab.evaluation.positives import PositiveIndex
 from raqa.config import RunSettings
 from raqa.evaluation.questions import QAItem
-from raqa.models.scripted import ScriptedBackend
 from raqa.reading.events import Attribution, SentenceEffect
 from raqa.web.figures_judge import attribution_figure
 

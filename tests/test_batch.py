@@ -18,13 +18,13 @@ from types import SimpleNamespace
 
 import pytest
 from fault_server import FaultServer, Reply, streamed
+from scripted import ScriptedBackend
 
 from raqa.batch import BatchError, read_finished, run_batch
 from raqa.cli import main
 from raqa.config import AppConfig
 from raqa.evaluation import questions
 from raqa.evaluation.questions import QAItem
-from raqa.models.scripted import ScriptedBackend
 from raqa.service import Service
 
 ROOT = Path(__file__).resolve().parent.parent

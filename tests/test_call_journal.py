@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+from scripted import ScriptedBackend
 
 from lab.evaluation import registry
 from lab.evaluation.call_journal import journaled, remembered, rows_file
@@ -14,7 +15,6 @@ from raqa.config import AppConfig
 from raqa.evaluation.fan_out import calls_at_once, fan_out
 from raqa.evaluation.questions import QAItem
 from raqa.models.base import ModelError
-from raqa.models.scripted import ScriptedBackend
 from raqa.service import Service
 
 ITEMS = [

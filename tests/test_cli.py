@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from scripted import ScriptedBackend
 
 from lab.cli import build_parser as build_lab_parser
 from lab.cli import main as lab_main
@@ -20,7 +21,6 @@ from raqa.cli import build_parser, main
 from raqa.config import AppConfig, RunSettings
 from raqa.loading import Lazy
 from raqa.models.base import ModelError
-from raqa.models.scripted import ScriptedBackend
 from raqa.reading.readers import BASE_READER, Reader
 from raqa.retrieval.corpus import Page
 from raqa.retrieval.index import BM25Index

@@ -6,12 +6,12 @@ import json
 
 import pytest
 from adapt_fakes import FakeAdaptModel, knows_paris
+from scripted import ScriptedBackend
 
 from lab.cli import main as lab_main
 from raqa.cli import main
 from raqa.config import AppConfig
 from raqa.loading import Lazy
-from raqa.models.scripted import ScriptedBackend
 from raqa.service import Service
 
 

@@ -4,9 +4,9 @@ says what differs."""
 from __future__ import annotations
 
 import pytest
+from scripted import ScriptedBackend
 
 from raqa.config import AppConfig, RunForm
-from raqa.models.scripted import ScriptedBackend
 from raqa.retrieval.corpus import Page
 from raqa.retrieval.index import BM25Index
 from raqa.service import Service

@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 from adapt_fakes import FakeAdaptModel, knows_paris
 from browser import ROOT, opened_tab, page_css
+from scripted import ScriptedBackend
 
 from lab.ops.page_start import started_app
 from lab.ops.reliability import serve
 from raqa.config import AppConfig
 from raqa.loading import Lazy
-from raqa.models.scripted import ScriptedBackend
 from raqa.retrieval.corpus import Page
 from raqa.retrieval.index import BM25Index
 from raqa.service import Service

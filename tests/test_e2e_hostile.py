@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 from browser import opened_tab, page_css
+from scripted import ScriptedBackend
 
 from lab.ops.reliability import serve
 from raqa.config import AppConfig
-from raqa.models.scripted import ScriptedBackend
 from raqa.service import Service
 
 pytestmark = pytest.mark.e2e

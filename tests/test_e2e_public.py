@@ -8,10 +8,10 @@ import time
 
 import pytest
 from browser import page_css
+from scripted import ScriptedBackend
 
 from lab.ops.reliability import serve
 from raqa.config import AppConfig, PublicLimits
-from raqa.models.scripted import ScriptedBackend
 from raqa.retrieval.corpus import Page
 from raqa.retrieval.index import BM25Index
 from raqa.service import Service

@@ -10,11 +10,11 @@ from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from scripted import ScriptedBackend
 from test_e2e import _ask, _fruit_pages, _script, backend, page, server  # noqa: F401 - the fixtures, shared
 
 from lab.ops.reliability import serve
 from raqa.config import AppConfig
-from raqa.models.scripted import ScriptedBackend
 from raqa.retrieval.corpus import Page
 from raqa.retrieval.index import BM25Index
 from raqa.service import Service

@@ -6,10 +6,10 @@ import re
 from collections.abc import Callable
 
 import pytest
+from scripted import ScriptedBackend
 
 from raqa.config import RunSettings
 from raqa.models.base import ModelError, Step
-from raqa.models.scripted import ScriptedBackend
 from raqa.reading.engine import CITATION_TOKENS, reply_plan, run, run_to_final, topk_prompt_tokens, windows
 from raqa.reading.events import (
     Final,

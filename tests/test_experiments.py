@@ -3,6 +3,7 @@
 import json
 
 import pytest
+from scripted import ScriptedBackend
 
 from lab.evaluation import experiments
 from lab.evaluation.experiments import negative_windows_before_first_positive
@@ -11,7 +12,6 @@ from lab.records import write_record
 from raqa.config import RunSettings
 from raqa.evaluation import records
 from raqa.evaluation.questions import QAItem
-from raqa.models.scripted import ScriptedBackend
 from raqa.retrieval.corpus import Page
 from raqa.retrieval.index import BM25Index
 

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+from scripted import ScriptedBackend
 
 from lab.cli import main
 from lab.evaluation import registry
@@ -19,7 +20,6 @@ from raqa.evaluation.fan_out import calls_at_once, fan_out
 from raqa.evaluation.questions import QAItem
 from raqa.loading import Lazy
 from raqa.models.base import Choice
-from raqa.models.scripted import ScriptedBackend
 from raqa.reading.readers import Reader
 from raqa.service import Service
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 
+from scripted import ScriptedBackend
+
 from raqa.config import RunSettings
-from raqa.models.scripted import ScriptedBackend
 from raqa.reading.engine import run
 from raqa.reading.events import to_json
 from raqa.web.export import markdown_report, md, write_exports

@@ -13,13 +13,13 @@ from __future__ import annotations
 import json
 
 import pytest
+from scripted import ScriptedBackend
 
 from raqa.cli import main
 from raqa.config import AppConfig
 from raqa.evaluation import questions
 from raqa.evaluation.questions import QAItem
 from raqa.loading import Lazy
-from raqa.models.scripted import ScriptedBackend
 from raqa.reading.events import to_json
 from raqa.reading.readers import BASE_READER, Reader
 from raqa.service import RunPlan, Service

@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from scripted import ScriptedBackend
 
 from raqa.config import RunSettings
 from raqa.models.base import ModelError
-from raqa.models.scripted import ScriptedBackend
 from raqa.reading.engine import run
 from raqa.reading.events import Final, WindowVerdict
 from raqa.reading.grader import WEAK, Grader, grading_messages, load_thresholds, yes_probability

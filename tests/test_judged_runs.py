@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from scripted import ScriptedBackend
 
 from raqa.config import AppConfig, RunForm, RunSettings, SettingsError
 from raqa.loading import Lazy
-from raqa.models.scripted import ScriptedBackend
 from raqa.reading.agreement import check_agreement
 from raqa.reading.engine import run
 from raqa.reading.events import Final, WindowVerdict, to_json

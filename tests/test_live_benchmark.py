@@ -7,12 +7,12 @@ import csv
 import io
 
 import pytest
+from scripted import ScriptedBackend
 
 from raqa.config import AppConfig, RunForm
 from raqa.evaluation.live_benchmark import benchmark_questions, run_benchmark, summarise, to_csv
 from raqa.evaluation.questions import QAItem
 from raqa.loading import Lazy
-from raqa.models.scripted import ScriptedBackend
 from raqa.retrieval.index import BM25Index
 from raqa.service import Service
 from raqa.web.benchmark_tab import benchmark

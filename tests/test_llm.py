@@ -11,6 +11,7 @@ import warnings
 from pathlib import Path
 
 import pytest
+from scripted import ScriptedBackend
 
 from raqa.config import RunSettings
 from raqa.models.base import Backend, Choice, ModelError, Usage, pick_choice
@@ -21,7 +22,6 @@ from raqa.models.local import (
     special_token_strings,
     stop_token_ids,
 )
-from raqa.models.scripted import ScriptedBackend
 from raqa.reading.engine import reply_plan
 from raqa.reading.prompts import ANSWER_WORD, NOT_FOUND_WORD, build_messages
 from raqa.retrieval.corpus import Page

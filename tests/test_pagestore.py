@@ -9,11 +9,11 @@ import time
 from pathlib import Path
 
 import pytest
+from scripted import ScriptedBackend
 
 import raqa.loading as loading
 import raqa.retrieval.pagestore as pagestore
 from raqa.config import AppConfig
-from raqa.models.scripted import ScriptedBackend
 from raqa.retrieval.corpus import CorpusError, load_corpus
 from raqa.retrieval.index import load_or_build
 from raqa.retrieval.pagestore import PageStore

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 from adapt_fakes import FakeAdaptModel, knows_paris
+from scripted import ScriptedBackend
 
 from raqa.config import AppConfig, RunForm, SettingsError
 from raqa.loading import Lazy
-from raqa.models.scripted import ScriptedBackend
 from raqa.reading.events import Final, RunStarted, WindowVerdict, to_json
 from raqa.service import Service
 from raqa.when_to_retrieve.pipeline import (

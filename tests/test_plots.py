@@ -1,7 +1,8 @@
 """plots.py: figures carry the data they claim to, and a failing figure becomes a message."""
 
+from scripted import ScriptedBackend
+
 from raqa.config import RunSettings
-from raqa.models.scripted import ScriptedBackend
 from raqa.reading.engine import run
 from raqa.reading.events import Final, Retrieved, WindowVerdict
 from raqa.retrieval.corpus import Page

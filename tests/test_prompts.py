@@ -7,9 +7,9 @@ import re
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from scripted import ScriptedBackend
 
 from raqa.config import RunSettings
-from raqa.models.scripted import ScriptedBackend
 from raqa.reading.engine import run
 from raqa.reading.events import Final, WindowVerdict
 from raqa.reading.prompts import (

@@ -9,9 +9,9 @@ import time
 from pathlib import Path
 
 import pytest
+from scripted import ScriptedBackend
 
 from raqa.config import AppConfig, PublicLimits, RunForm, SettingsError, public_limits, validate_settings
-from raqa.models.scripted import ScriptedBackend
 from raqa.service import Service
 from raqa.web.visitors import WINDOW_S, VisitorGate, limit_runs, visitor_of
 

@@ -1,13 +1,13 @@
 """The reader_comparison experiment with scripted readers, and its figure."""
 
 import pytest
+from scripted import ScriptedBackend
 
 from lab.evaluation import reader_comparison
 from lab.evaluation.positives import PositiveIndex
 from raqa.config import RunSettings
 from raqa.evaluation import records
 from raqa.evaluation.questions import QAItem
-from raqa.models.scripted import ScriptedBackend
 from raqa.retrieval.corpus import Page
 from raqa.retrieval.index import BM25Index
 from raqa.web.figures_experiments import FIGURES, reader_comparison_figure

@@ -2,12 +2,12 @@
 
 import re
 
+from scripted import ScriptedBackend
 from test_reader_comparison import ITEMS, PAGES, identity
 
 from lab.evaluation.positives import PositiveIndex
 from lab.evaluation.reading_defaults import CONFIGS, choose, reading_defaults
 from raqa.config import RunSettings
-from raqa.models.scripted import ScriptedBackend
 from raqa.reading.engine import in_reading_order
 from raqa.retrieval.index import BM25Index
 from raqa.web.figures_experiments import FIGURES

@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 
 import pytest
+from scripted import ScriptedBackend
 
 from raqa import __version__
 from raqa.config import AppConfig, RunForm
-from raqa.models.scripted import ScriptedBackend
 from raqa.reading.events import from_json, to_json
 from raqa.retrieval.index import BM25Index
 from raqa.service import Service

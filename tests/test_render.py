@@ -3,9 +3,9 @@
 from html import escape
 
 import pytest
+from scripted import ScriptedBackend
 
 from raqa.config import RunSettings
-from raqa.models.scripted import ScriptedBackend
 from raqa.reading.engine import run
 from raqa.retrieval.corpus import Page
 from raqa.retrieval.index import BM25Index, Hit

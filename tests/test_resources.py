@@ -10,10 +10,10 @@ import time
 from pathlib import Path
 
 import pytest
+from scripted import ScriptedBackend
 
 from lab.ops.reliability import rss_mib, soak
 from raqa.config import AppConfig, RunForm
-from raqa.models.scripted import ScriptedBackend
 from raqa.retrieval.atomic import STALE_AFTER_S, replace_folder, sweep
 from raqa.retrieval.index import BM25Index, index_folder, load_or_build
 from raqa.service import Service

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import httpx
 import pytest
+from scripted import ScriptedBackend
 
 from lab.ops.bench_timing import percentile
 from lab.ops.reliability import drive_sessions, serve, summarise
 from raqa.config import AppConfig
-from raqa.models.scripted import ScriptedBackend
 from raqa.retrieval.corpus import Page
 from raqa.retrieval.index import BM25Index
 from raqa.service import Service

@@ -1,10 +1,10 @@
 """ui.ask: the generator behind the Run button, without a browser (the browser tests drive the page)."""
 
 import pytest
+from scripted import ScriptedBackend
 
 from raqa.config import AppConfig, RunForm
 from raqa.loading import Lazy
-from raqa.models.scripted import ScriptedBackend
 from raqa.retrieval.corpus import Page
 from raqa.retrieval.index import BM25Index
 from raqa.service import Service

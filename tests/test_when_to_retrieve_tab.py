@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 from adapt_fakes import FakeAdaptModel, knows_paris
+from scripted import ScriptedBackend
 
 from raqa.config import AppConfig
 from raqa.loading import Lazy
 from raqa.models.base import ModelError
-from raqa.models.scripted import ScriptedBackend
 from raqa.service import Service
 from raqa.web.when_to_retrieve_tab import run_pipeline
 from raqa.when_to_retrieve.planning import NO_ADAPT_MODEL, decide

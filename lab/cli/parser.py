@@ -12,13 +12,14 @@ import sys
 
 from lab.cli.parser_eval import (
     compare_ret_verb,
+    dataset_list,
     eval_adapt_verb,
     eval_badges_verb,
     eval_pipeline_verb,
     experiment_verb,
     lab_command,
 )
-from raqa.cli.options import add_model_options, dataset_list
+from raqa.cli.options import add_model_options
 from raqa.config import RunSettings
 
 

@@ -6,14 +6,14 @@ Each can read through a model server (`--endpoint NAME --concurrency N`) and kee
 
 from __future__ import annotations
 
+import argparse
+
 from lab.evaluation.registry import EXPERIMENTS
 from raqa.cli.options import (
     DATASETS,
     add_corpus_options,
     add_model_options,
-    add_rows_option,
     add_server_options,
-    dataset_list,
 )
 from raqa.cli.options import command as raqa_command
 from raqa.config import RunSettings
@@ -22,6 +22,18 @@ from raqa.config import RunSettings
 def lab_command(target: str):
     """The command function "module:function" under lab.cli, imported when it is called."""
     return raqa_command(target, package="lab.cli")
+
+
+def dataset_list(text: str) -> list[str]:
+    names = [t.strip() for t in text.split(",") if t.strip()]
+    bad = [n for n in names if n not in ("nq", "triviaqa")]
+    if not names or bad:
+        raise argparse.ArgumentTypeError(f"invalid datasets {text!r}: choose from nq, triviaqa (comma-separated)")
+    return names
+
+
+def add_rows_option(parser: argparse.ArgumentParser, default: str) -> None:
+    parser.add_argument("--rows", help=f"the resumable JSONL of rows (default: {default})")
 
 
 def experiment_verb(sub) -> None:

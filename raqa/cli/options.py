@@ -13,7 +13,6 @@ from raqa.config import WEIGHTS, AppConfig, RunSettings
 from raqa.when_to_retrieve.policies import POLICIES
 
 DATASETS = ["nq", "triviaqa", "squad"]
-ADAPT_DATASETS = ("nq", "triviaqa")
 
 
 def add_model_options(parser: argparse.ArgumentParser) -> None:
@@ -78,14 +77,6 @@ def policy_list(text: str) -> list[str]:
     return names
 
 
-def dataset_list(text: str) -> list[str]:
-    names = [t.strip() for t in text.split(",") if t.strip()]
-    bad = [n for n in names if n not in ADAPT_DATASETS]
-    if not names or bad:
-        raise argparse.ArgumentTypeError(f"invalid datasets {text!r}: choose from nq, triviaqa (comma-separated)")
-    return names
-
-
 def command(target: str, package: str = "raqa.cli"):
     """The command function "module:function" under package, imported when it is called."""
     module, name = target.split(":")
@@ -100,7 +91,3 @@ def command(target: str, package: str = "raqa.cli"):
 def add_server_options(parser: argparse.ArgumentParser, what: str, concurrency: int) -> None:
     parser.add_argument("--endpoint", help="a model server named in the RAQA_ENDPOINTS file (default: local model)")
     parser.add_argument("--concurrency", type=int, default=concurrency, help=f"{what} in flight at once (--endpoint)")
-
-
-def add_rows_option(parser: argparse.ArgumentParser, default: str) -> None:
-    parser.add_argument("--rows", help=f"the resumable JSONL of rows (default: {default})")

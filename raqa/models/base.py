@@ -11,9 +11,9 @@ Reading the verdict from first-word probabilities makes the format hold even for
 and gives the viewer a confidence for free. A backend that cannot score words (a remote API)
 yields no Choice and generates the whole reply; the parser then reads the verdict.
 
-The backends: `local.TransformersBackend` (a transformers model on this machine),
-`endpoint.EndpointBackend` (an OpenAI-compatible server) and `scripted.ScriptedBackend` (replies
-from a script, for tests and offline demos).
+The backends: `local.TransformersBackend` (a transformers model on this machine), `llamacpp.LlamaCppBackend`
+(a GGUF in llama.cpp, in process) and `endpoint.EndpointBackend` (an OpenAI-compatible server); the tests'
+`ScriptedBackend` replies from a script.
 """
 
 from __future__ import annotations

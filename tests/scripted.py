@@ -1,4 +1,4 @@
-"""ScriptedBackend: a fake model that replies from a script, for tests and offline demos."""
+"""ScriptedBackend: a fake model that replies from a script, for the tests."""
 
 from __future__ import annotations
 
