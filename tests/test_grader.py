@@ -85,6 +85,19 @@ def test_answers_no_page_can_state_are_red_without_asking(tiny_pages, answer, pa
     assert not check.supported and note in check.note and grading.asked == []
 
 
+def test_in_a_window_of_one_page_a_wrong_page_id_is_graded_against_that_page(tiny_pages) -> None:
+    """Asked about the worked example's own topic, the reader copies its page id; with one page shown, the answer is
+    graded against that page (and still goes red where the page does not state it)."""
+    grading = FakeGrading({"Leonardo da Vinci": 0.8, "Claude Monet": 0.1})
+    grader = Grader(grading, answered=0.9)
+    right = grader.grade(_reply("Leonardo da Vinci", "901"), _hits(tiny_pages, "p3"), "Who painted the Mona Lisa?", 320)
+    assert right.supported and right.page_id == "p3" and len(grading.asked) == 1
+    wrong = grader.grade(_reply("Claude Monet", "901"), _hits(tiny_pages, "p3"), "Who painted the Mona Lisa?", 320)
+    assert not wrong.supported and wrong.page_id == "p3"
+    nowhere = grader.grade(_reply("Leonardo da Vinci", "p9"), _hits(tiny_pages, "p2", "p3"), "Who?", 320)
+    assert not nowhere.supported and "not in this window" in nowhere.note  # two pages: which one is unknowable
+
+
 def test_a_grader_that_fails_leaves_the_answer_red_with_the_reason(tiny_pages) -> None:
     check = Grader(FakeGrading(fail=True)).grade(
         _reply("Leonardo da Vinci", "p3"), _hits(tiny_pages, "p3"), "Who painted the Mona Lisa?", 320

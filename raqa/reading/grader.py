@@ -14,7 +14,8 @@ reading the page again on each of them.
 
 Three states, as before: **Answered** (green) at or above `answered`, chosen on dev questions so that green answers
 are right at least 90% of the time, or never when no threshold got there (None); **Weak support** (amber) at or
-above `weak` (WEAK unless the calibration says otherwise); **Unsupported** (red) below, or when the reply cites no page of its window. The thresholds and how
+above `weak` (WEAK unless the calibration says otherwise); **Unsupported** (red) below, or when the reply cites no
+page of its window (in a window of one page, any page id it names is taken as that page). The thresholds and how
 they were chosen are in assets/grader/grader.json (`python -m lab.evaluation.reading_eval --calibrate`).
 
 Left out: running the reader (engine.py) and the answer judge (judge.py, agreement.py), which this replaces for the
@@ -80,6 +81,8 @@ class Grader:
         if restates_question(reply.answer, question):
             return Grounding(False, f"The answer {reply.answer!r} only repeats words of the question.", reply.page_id)
         page = next((h.page for h in hits if h.page.id == reply.page_id), None)
+        if page is None and len(hits) == 1 and reply.page_id:  # one page shown: a wrong id can only mean that page
+            page = hits[0].page  # (the worked example's "PAGE: 901" is copied when asked about its own topic)
         if page is None:
             cited = f"cites page {reply.page_id}, which is not in this window" if reply.page_id else "names no page"
             return Grounding(False, f"The reply {cited}, so no page vouches for it.", reply.page_id)
