@@ -33,7 +33,9 @@ from raqa.models.openai_stream import choice_probabilities, plan_budget, reply_p
 from raqa.retrieval.atomic import replace_folder
 
 THREADS = 2  # the machines this runs on (a Space's CPU Basic, these developers' machines) have 2 cores
-SLOTS = 2  # requests llama.cpp decodes together; issue 38 measures more
+# requests llama.cpp decodes together. On 2 cores prefill is compute-bound: 12 windows at once took 40 s on 1 slot,
+# 45 s on 2, 52 s on 4 (assets/results/slots.json); 2 stays so the reader's and the grader's prompts each keep a slot
+SLOTS = 2
 SLOT_CONTEXT = 8192  # tokens per slot: a Top-K prompt over 15 pages of 320 tokens is about 5,300
 TOP_LOGPROBS = 10
 _END = object()
