@@ -101,28 +101,34 @@ def _times(rows: list[tuple[float, float, int, int]], computed: int | None) -> R
     return ReplyTimes(seconds, decode, completion, prompt_tokens, computed)
 
 
-def all_at_once(backend: Backend, messages: Sequence) -> float:
-    """Seconds until every window's reply is done when all start together, one thread each."""
+def all_at_once(backend: Backend, messages: Sequence) -> list[tuple[float, int, int]]:
+    """Every window's reply started at the same moment, one thread each: for each reply, in the order they ended,
+    (seconds from the start until it was done, its prompt tokens, its completion tokens)."""
     start = threading.Barrier(len(messages) + 1)
     errors: list[BaseException] = []
+    done: list[tuple[float, int, int]] = []
+    lock = threading.Lock()
+    began = 0.0
 
     def work(window) -> None:
         start.wait()
         try:
-            timed_reply(backend, window)
+            _, _, completion, prompt_tokens = timed_reply(backend, window)
+            with lock:
+                done.append((time.perf_counter() - began, prompt_tokens, completion))
         except BaseException as e:  # noqa: BLE001 - reported below, in the measuring thread
             errors.append(e)
 
     threads = [threading.Thread(target=work, args=(m,), daemon=True) for m in messages]
     for t in threads:
         t.start()
-    start.wait()
     began = time.perf_counter()
+    start.wait()
     for t in threads:
         t.join()
     if errors:
         raise RuntimeError(f"A reply failed when all ran at once: {errors[0]}")
-    return time.perf_counter() - began
+    return sorted(done)
 
 
 def llama_cpp_replies(messages: Sequence) -> tuple[ReplyTimes | None, str | None]:
@@ -180,7 +186,7 @@ def compare_speed(
     replies_off, replies_on = _times(rows_off, None), _times(rows_on, on.prompt_tokens_computed)
     replies_exact = _times(rows_exact, exact.prompt_tokens_computed)
     say("The same windows all at once, batched")
-    together_on = all_at_once(on, messages)
+    together_on = all_at_once(on, messages)[-1][0]
     llama, why = llama_cpp_replies(messages) if with_llama_cpp else (None, "not asked for (--no-llama-cpp)")
     return SpeedComparison(
         VerdictTimes(tuple(verdicts["off"])),

