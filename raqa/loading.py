@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Generic, TypeVar
 
-from raqa.config import AppConfig
+from raqa.config import AppConfig, RunSettings
 from raqa.models.base import Backend, ModelError
 from raqa.models.endpoint import EndpointBackend
 from raqa.models.endpoints_file import READER_PREFIX, EndpointConfigError, load_endpoints
@@ -117,6 +117,9 @@ def load_service(cls, config: AppConfig, progress: Progress, backend: Backend | 
     if first in service.backends and load_model and backend is None:
         service.backends[first].get()  # the default reader's own model: loaded before the first visitor asks
     timings["model_s"] = time.perf_counter() - start
+    if load_model and RunSettings.retrieval == "hybrid":
+        # the default retrieval's encoder (3 s) loads meanwhile, so the first visitor does not wait for it
+        threading.Thread(target=service.hybrid.get, name="raqa-warm-encoder", daemon=True).start()
     service.popularity = load_popularity(config.popqa) if config.popqa else {}
     progress(f"Ready: {len(pages):,} pages, model {service.backend.name if service.backend else 'not loaded'}")
     return service

@@ -16,6 +16,7 @@ Left out here: rendering (web/), printing (cli/) and scoring (evaluation/).
 from __future__ import annotations
 
 import functools
+import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
@@ -27,6 +28,7 @@ from raqa.reading.engine import run
 from raqa.reading.events import RunEvent
 from raqa.reading.grader import Grader, load_thresholds
 from raqa.reading.judge import AnswerJudge
+from raqa.reading.line import OFFER_AFTER_S, Line, new_line
 from raqa.reading.readers import BASE_READER, Reader
 from raqa.retrieval.corpus import Page
 from raqa.retrieval.dense import HybridIndex, shared_encoder
@@ -74,6 +76,9 @@ class Service:
     judge: Lazy[AnswerJudge] = field(default_factory=Lazy)  # the answer judge (reading/judge.py); none: no badge
     # BM25 reranked by the MiniLM encoder (retrieval/dense.py), made on first use; settings.retrieval picks it
     hybrid: Lazy[HybridIndex] = field(default=None)  # type: ignore[assignment]
+    # each model's line of runs (reading/line.py), by id of its backend; made on a model's first run
+    lines: dict[int, Line] = field(default_factory=dict)
+    _lines_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __post_init__(self):
         if self.hybrid is None:
@@ -150,8 +155,23 @@ class Service:
         return Grader(backend, weak, answered)
 
     def events(self, plan: RunPlan) -> Iterator[RunEvent]:
-        """The engine's events for the plan: RunStarted ... Final (or RunFailed)."""
-        return run(plan.question, self.searcher(plan.settings), plan.backend, plan.settings, plan.judge, plan.grader)
+        """The engine's events for the plan, RunStarted ... Final, with its wait in its model's line after its pages."""
+        events = run(plan.question, self.searcher(plan.settings), plan.backend, plan.settings, plan.judge, plan.grader)
+        offer = (lambda: None) if plan.backend is self.backend else self.small_model_offer
+        return self.line(plan.backend).through(events, offer)
+
+    def line(self, backend: Backend) -> Line:
+        """The line of runs for backend (made on its first run)."""
+        with self._lines_lock:
+            if id(backend) not in self.lines:
+                self.lines[id(backend)] = new_line(backend, CONCURRENT_RUNS)
+            return self.lines[id(backend)]
+
+    def small_model_offer(self) -> str | None:
+        """The small model's reader, offered to a run waiting long for another model, when it would read soon."""
+        if self.backend is None or BASE_READER.name not in self.reader_names():
+            return None
+        return BASE_READER.label if self.line(self.backend).wait_s() < OFFER_AFTER_S else None
 
     def searcher(self, settings: RunSettings) -> BM25Index | HybridIndex:
         """What finds a run's pages: BM25 alone, or BM25 reranked by the dense encoder (settings.retrieval)."""

@@ -1,5 +1,5 @@
 """Small text utilities shared by prompts, grounding, the judge and metrics: sentences, answer normalisation and
-answer comparison (token F1, agreement, an answer that only restates the question)."""
+answer comparison (token F1, agreement, an answer that only restates the question), and a wait as a person says it."""
 
 from __future__ import annotations
 
@@ -119,3 +119,18 @@ def restates_question(answer: str, question: str) -> bool:
     """
     words = normalize_answer(answer).split()
     return bool(words) and set(words) <= set(normalize_answer(question).split())
+
+
+def wait_text(seconds: float) -> str:
+    """A wait as a person says it.
+
+    Example:
+        >>> wait_text(4), wait_text(75), wait_text(600)
+        ('a few seconds', 'about 1 min 15 s', 'about 10 min')
+    """
+    if seconds < 10:
+        return "a few seconds"
+    if seconds < 60:
+        return f"about {round(seconds / 5) * 5:.0f} s"
+    minutes, rest = divmod(round(seconds / 5) * 5, 60)
+    return f"about {minutes:.0f} min" + (f" {rest:.0f} s" if rest and minutes < 5 else "")

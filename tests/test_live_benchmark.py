@@ -79,7 +79,7 @@ def test_a_server_reads_as_many_questions_at_once_as_its_entry_allows(tmp_path, 
 
     class Server(ScriptedBackend):
         name, now, most = "Srv", 0, 0
-        requests_at_once = EndpointConfig("Srv", "http://127.0.0.1:9/v1", "m", concurrency=3).concurrency
+        requests_at_once = runs_at_once = EndpointConfig("Srv", "http://127.0.0.1:9/v1", "m", concurrency=3).concurrency
         lock = threading.Lock()
 
         def reply(self, messages, plan=None, threshold=0.5, max_new_tokens=64):

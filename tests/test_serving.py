@@ -84,7 +84,9 @@ def server(backend, cache):
     index = BM25Index.build(pages)
     for i in range(len(ANIMALS)):  # the corpus is built so that each question retrieves its own page only
         assert [h.page.id for h in index.search(_question(i), 15)] == [f"a{i}"]
-    demo, url = serve(Service(AppConfig(cache_dir=cache), pages, index, backend, "serving test corpus", {}))
+    service = Service(AppConfig(cache_dir=cache), pages, index, backend, "serving test corpus", {})
+    service.hybrid.get()  # the encoder loaded before the first session, as Service.load starts it on the page
+    demo, url = serve(service)
     yield url
     demo.close()
 
@@ -288,3 +290,22 @@ def test_soak_command_writes_memory_after_every_run(cli_on_the_serving_corpus, t
     results = json.loads(out.read_text())["results"]
     assert results["runs"] == 12 and len(results["rss_mib"]) == 12 and len(results["seconds"]) == 12
     assert results["distinct_questions"] == 4
+
+
+def test_every_session_sees_its_place_in_line_or_its_first_window_within_two_seconds(server):
+    """Six slow runs at once on a model that reads one run at a time: each hears at once where it stands, the later
+    ones their place in the line, which only moves up."""
+    from raqa.config import RunForm
+
+    results = drive_sessions(server, [SLOW_QUESTION] * 6, RunForm(window=3, k=15), timeout=120)
+    summary = summarise(results)
+    assert summary["errors"] == [] and summary["completed"] == 6
+    assert summary["first_progress_max_s"] < 2.0, [r.first_progress_s for r in results]
+    told = [[e for e in r.events if e["type"] == "in_line"] for r in results]
+    assert sum(bool(t) for t in told) >= 4  # all but the first (or two, when one finished before the last came)
+    for events in told:
+        places = [e["place"] for e in events]
+        assert places == sorted(places, reverse=True) and (not places or places[-1] == 1)
+        assert all(e["eta_s"] >= 0 and e["ahead"] >= e["place"] for e in events)
+    # a whole run of the slowest took about the six runs' time, not much more: the line wastes nothing
+    assert summary["max_s"] < 6 * 4 * SLOW_REPLY_S + 6

@@ -47,6 +47,8 @@ def cmd_load_test(args: argparse.Namespace) -> int:
     from lab.ops import reliability  # lazy: imports torch
     from raqa.service import Service  # lazy: imports torch
 
+    if args.readers:
+        return load_readers(args)
     loaded = Service.load(app_config(args), progress=say)
     questions = sample_questions(args.sessions, args.seed)
     form = RunForm(window=args.window, k=args.k)
@@ -76,6 +78,47 @@ def cmd_load_test(args: argparse.Namespace) -> int:
     }
     write_and_say(args.out, reliability.record("load_test", command, loaded, results))
     return 0 if ok else 1
+
+
+def load_readers(args: argparse.Namespace) -> int:
+    """The 1.5B and the small model side by side (lab/ops/reader_load.py): decode against llama.cpp's own figure,
+    then each reader with every group of visitors, each visitor a distinct NQ-open test question."""
+    from lab.ops import reader_load, reliability  # lazy: imports torch
+    from lab.ops.bench_speed import first_windows
+    from raqa.reading.readers import BASE_READER, GRADED_READER
+    from raqa.service import Service
+
+    service = Service.load(app_config(args), progress=say)
+    big = service.reader(GRADED_READER.name)[1]
+    service.answer_judge()  # loaded, as on a page where a visitor chose the small model's judge reader
+    visitors = [int(n) for n in args.visitors.split(",")]
+    questions = sample_questions(args.solo + sum(n for n in visitors if n > 1) + 2, args.seed)
+    pages = first_windows(service.index, big, questions[:1])[0][-1]["content"]
+    long_reply = [{"role": "user", "content": pages + "\n\nRetell what these pages say, in about 100 words."}]
+    say("Decode: streamed through the page's backend against llama.cpp's own figure")
+    speed = reader_load.decode_parity(big, long_reply)
+    say(f"  ours {speed['decode_tok_s']:.1f} tok/s, llama.cpp {speed['llama_cpp_decode_tok_s']:.1f} tok/s")
+    readers = {"load": GRADED_READER.name, "load_small_model": BASE_READER.name}
+    form = RunForm(window=args.window, k=args.k)
+    groups = reader_load.measure(service, readers, visitors, questions[1:], form, args.solo, progress=say)
+    command = command_line(
+        "load-test",
+        readers=True,
+        visitors=args.visitors,
+        solo=args.solo,
+        window=args.window,
+        k=args.k,
+        seed=args.seed,
+        out=args.out,
+    )
+    record = reliability.record("load_readers", command, service, {"form": list(astuple(form))})
+    record |= {
+        "speed": {"reader_1p5b": speed},
+        **groups,
+        "models": {"load": big.name, "load_small_model": service.backend.name},
+    }
+    write_and_say(args.out, record)
+    return 0
 
 
 def cmd_soak(args: argparse.Namespace) -> int:

@@ -161,6 +161,13 @@ def _load_test(sub) -> None:
     load.add_argument("--k", type=int, default=RunSettings.k, help="the page's default")
     load.add_argument("--seed", type=int, default=0)
     load.add_argument("--out", default="assets/results/load-test.json")
+    load.add_argument(
+        "--readers",
+        action="store_true",
+        help="instead of the speed-ups off and on: the 1.5B and the small model side by side, with --visitors",
+    )
+    load.add_argument("--visitors", default="1,10,20,30", help="with --readers: the group sizes, comma-separated")
+    load.add_argument("--solo", type=int, default=3, help="with --readers: a group of 1 is asked this many times")
     add_model_options(load)
     load.set_defaults(func=lab_command("ops:cmd_load_test"))
 

@@ -122,3 +122,78 @@ def limits() -> str:
     """Not a record: the values `PublicLimits` holds, so the page cannot say other limits than the code keeps."""
     rows = [(label, str(getattr(PublicLimits(), name))) for name, label in LIMIT_ROWS.items()]
     return "\n".join(["From `PublicLimits` in `raqa/config.py`:", "", *markdown_rows(("limit", "value"), rows)])
+
+
+def _verdict(value: float | None, limit: float) -> str:
+    return "" if value is None else ("met" if value <= limit else "**missed**")
+
+
+def readers_load() -> str:
+    """The 1.5B and the small model side by side under a class (`load-test --readers`): README's speed table."""
+    path = "assets/results/load-readers.json"
+    r = load_record(path)
+    big, small, speed = r["load"], r["load_small_model"], r["speed"]["reader_1p5b"]
+    sizes = sorted(int(k.split("_")[1]) for k in big)
+    solo, most = f"sessions_{sizes[0]}", f"sessions_{sizes[-1]}"
+
+    def both(key: str, fmt: str = "{:.1f} s", size: str = solo) -> list[str]:
+        return [fmt.format(g[size][key]) if g.get(size, {}).get(key) is not None else "" for g in (big, small)]
+
+    ratio = speed["llama_cpp_over_ours"]
+    rows = [
+        [
+            "decode, in-process / llama.cpp's own figure (same request)",
+            f"{speed['decode_tok_s']:.1f} / {speed['llama_cpp_decode_tok_s']:.1f} tok/s",
+            "",
+            f"within 1.2x: {_verdict(ratio, 1.2)} ({ratio:.2f}x)",
+        ],
+        [
+            f"first verdict p50, one visitor ({len(big[solo]['seconds'])} questions, one after another)",
+            *both("first_verdict_p50_s"),
+            f"<= 3 s: {_verdict(big[solo]['first_verdict_p50_s'], 3)}",
+        ],
+        ["whole run p50, one visitor", *both("p50_s"), ""],
+    ]
+    for n in sizes[1:]:
+        size = f"sessions_{n}"
+        target = f"<= 45 s: {_verdict(big[size]['p95_s'], 45)}" if n == 10 else ""
+        compute = big[size].get("compute") or {}
+        if compute:
+            ratio = compute["p95_over_limit"]
+            target = target or f"<= 1.3x the compute limit: {_verdict(ratio, 1.3)} ({ratio:.2f}x)"
+        rows.append([f"{n} visitors at once: whole run p50 / p95", *both("p50_s", size=size), ""])
+        rows[-1][1:3] = [f"{g[size]['p50_s']:.1f} / {g[size]['p95_s']:.1f} s" for g in (big, small)]
+        rows[-1][3] = target
+        if compute:
+            rows.append(
+                [
+                    f"{n} visitors: compute limit (llama.cpp's busy seconds: {compute['prompt_tokens']:,} prompt and "
+                    f"{compute['reply_tokens']:,} reply tokens)",
+                    f"{compute['limit_s']:.0f} s",
+                    "",
+                    "",
+                ]
+            )
+    g = big[most]
+    rows += [
+        [
+            f"{sizes[-1]} visitors: first sign of progress (place in line or first window), slowest",
+            *both("first_progress_max_s", "{:.2f} s", most),
+            f"<= 2 s: {_verdict(g['first_progress_max_s'], 2)}",
+        ],
+        [f"{sizes[-1]} visitors: offered the small model while waiting", f"{g['offered_small_model']}", "", ""],
+    ]
+    if g.get("offer_taken"):
+        taken = g["offer_taken"]
+        rows.append(["a visitor who took the offer: whole run", "", f"{taken['seconds']:.1f} s", ""])
+    rss = max(x[most]["rss_mib"] for x in (big, small))
+    rows.append(
+        [
+            f"resident memory, both readers and the judge loaded, after {sizes[-1]} visitors",
+            f"{rss:,.0f} MiB",
+            "",
+            f"< 8 GB: {_verdict(rss, 8192)}",
+        ]
+    )
+    header = ("measure", r["models"]["load"], r["models"]["load_small_model"], "target")
+    return "\n".join([made_by(path, r), "", *markdown_rows(header, rows)])

@@ -28,6 +28,7 @@ from raqa.service import Service
 # The run's settings after the question, in the order the /run_events endpoint and Service.plan take them:
 # strategy, order, window, K, grounded only, rationale, reader (None = the page's default reader).
 DEFAULT_FORM = RunForm()
+PROGRESS = ("in_line", "window_started", "final", "run_failed")  # events that show a visitor their run moving
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,10 @@ class SessionResult:
     updates: int  # how many events the session received
     events: tuple[dict, ...] = ()  # the run's events as JSON, in order (the last is final or run_failed)
     error: str | None = None
+    # from submitting to the first sign the visitor sees of their own run: its place in line, its first window, or
+    # its end (a run that waits in no line shows its first window)
+    first_progress_s: float | None = None
+    first_verdict_s: float | None = None  # from submitting to the first window's verdict
 
     @property
     def final(self) -> dict | None:
@@ -69,10 +74,21 @@ def _one_session(url: str, question: str, form: RunForm, start: threading.Barrie
         start.wait(timeout)
         began = time.perf_counter()
         job = client.submit(question, *astuple(form), api_name="/run_events")
+        first: dict[str, float] = {}  # event type -> when the first of its kind arrived
+        for event in job:  # each event as it arrives, so the first sign of progress is timed
+            kind = event.get("type") if isinstance(event, dict) else None
+            first.setdefault("progress" if kind in PROGRESS else kind, time.perf_counter() - began)
         job.result(timeout=timeout)
         events = tuple(job.outputs())
         seconds = time.perf_counter() - began
-        return SessionResult(question, seconds, len(events), events)
+        return SessionResult(
+            question,
+            seconds,
+            len(events),
+            events,
+            first_progress_s=first.get("progress"),
+            first_verdict_s=first.get("window_verdict"),
+        )
     except Exception as e:  # one failed session is a measured outcome, not a crash of the measurement
         return SessionResult(question, time.perf_counter() - began, 0, (), f"{type(e).__name__}: {e}")
 
@@ -108,6 +124,7 @@ def drive_sessions(
 
 def summarise(results: Sequence[SessionResult]) -> dict:
     seconds = [r.seconds for r in results if r.error is None]
+    progress = [r.first_progress_s for r in results if r.first_progress_s is not None]
     return {
         "sessions": len(results),
         "completed": len(seconds),
@@ -116,6 +133,8 @@ def summarise(results: Sequence[SessionResult]) -> dict:
         "p95_s": percentile(seconds, 95),
         "max_s": max(seconds, default=float("nan")),
         "mean_updates": statistics.fmean([r.updates for r in results]) if results else 0.0,
+        "first_progress_p95_s": percentile(progress, 95) if progress else None,
+        "first_progress_max_s": max(progress, default=None),
     }
 
 

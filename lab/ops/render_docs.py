@@ -41,6 +41,7 @@ TABLES: dict[str, Callable[[], str]] = {  # a docs page's table name -> the func
     "when-to-retrieve/pipeline": docs_tables.pipeline,
     "speed/bench": docs_tables_ops.bench,
     "speed/decode-weights": docs_tables_ops.decode_weights,
+    "speed/readers": docs_tables_ops.readers_load,
     "reliability/load-soak-scale": docs_tables_ops.reliability,
     "servers/llama-cpp": docs_tables_ops.servers,
     "deploy/limits": docs_tables_ops.limits,
@@ -61,7 +62,8 @@ def render(text: str, tables: Mapping[str, Callable[[], str]] = TABLES) -> str:
 
 
 def pages(docs: Path = DOCS) -> list[Path]:
-    return sorted(docs.glob("*.md"))
+    """The pages with tables: the docs, and the README (its speed table)."""
+    return [*sorted(docs.glob("*.md")), docs.parent / "README.md"]
 
 
 def main(argv: Iterable[str] | None = None) -> int:

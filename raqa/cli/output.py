@@ -13,6 +13,7 @@ from raqa.reading.attribution import shown_p
 from raqa.reading.events import (
     Attribution,
     Final,
+    InLine,
     Notice,
     ReplyDelta,
     Retrieved,
@@ -43,6 +44,12 @@ def print_human(event) -> None:
     """One run event as a person reads it: the answer on stdout, the windows and counts on stderr."""
     if isinstance(event, Retrieved):
         print(f"Retrieved {len(event.hits)} pages in {event.seconds * 1000:.1f} ms", file=sys.stderr)
+    elif isinstance(event, InLine):
+        offer = f"; {event.offer} would read now" if event.offer else ""
+        print(
+            f"In line for {event.model}: place {event.place}, {event.ahead} ahead, about {event.eta_s:.0f} s{offer}",
+            file=sys.stderr,
+        )
     elif isinstance(event, Notice):
         print(f"Note: {event.message}", file=sys.stderr)
     elif isinstance(event, WindowStarted):

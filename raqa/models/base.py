@@ -61,6 +61,7 @@ class Backend(ABC):
     context_tokens: int = 8192
     can_score: bool = False  # answer_logprobs works: the model is on this machine (attribution needs it)
     requests_at_once: int = 1  # whole questions a caller may send at once (a model server: its entry's concurrency)
+    runs_at_once: int = 1  # runs its line lets read at once (reading/line.py; a model server: its entry's concurrency)
 
     @abstractmethod
     def count_tokens(self, text: str) -> int: ...

@@ -101,7 +101,7 @@ class EndpointBackend(Backend):
         self.config = config
         self.name = config.name
         self.context_tokens = config.context_tokens
-        self.requests_at_once = config.concurrency
+        self.requests_at_once = self.runs_at_once = config.concurrency
         self._sleep, self._jitter, self._clock, self._tokens = sleep, jitter, clock, tokens
         self._redact = key
         headers = {"Accept": "text/event-stream"}

@@ -103,6 +103,7 @@ class LlamaCppBackend(Backend):
         params.cpuparams_batch.n_threads = threads
         params.warmup = False
         params.verbosity = -1  # llama.cpp's log lines would fill the page's console
+        params.endpoint_metrics = True  # its counters of tokens and seconds: the load test's compute limit
         try:
             server = xllamacpp.Server(params)
         except Exception as e:  # the extension raises its own types

@@ -2,7 +2,7 @@
 
 A strategy in engine.py yields these in order:
 
-    RunStarted, Retrieved, [Notice], (WindowStarted, ReplyDelta*, WindowVerdict)+, Final
+    RunStarted, [InLine], Retrieved, InLine*, [Notice], (WindowStarted, ReplyDelta*, WindowVerdict)+, Final
 
 or RunFailed in place of what could not be done. An Attribution of an answered window may follow, when asked for
 (`ask --why`, the page's "Why this answer?"). The UI renders them, the CLI prints them as JSON
@@ -62,6 +62,17 @@ class Retrieved(Event):
 @dataclass(frozen=True)
 class Notice(Event):
     message: str  # something the viewer should know, e.g. that not all K pages fit the context
+
+
+@dataclass(frozen=True)
+class InLine(Event):
+    """The run waits its turn for its model (reading/line.py): its place, and when its first window should start."""
+
+    place: int  # 1 = next to read
+    ahead: int  # runs reading now or waiting before this one
+    eta_s: float  # seconds until this run starts reading, from the model's recent runs
+    model: str
+    offer: str | None = None  # another model that would read at once, when the wait is long
 
 
 @dataclass(frozen=True)
@@ -155,6 +166,7 @@ class Attribution(Event):
 RunEvent = Union[
     RunStarted,
     Retrieved,
+    InLine,
     Notice,
     WindowStarted,
     ReplyDelta,

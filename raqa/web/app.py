@@ -22,7 +22,7 @@ from raqa.web.experiments_tab import experiments_view
 from raqa.web.page_text import footer
 from raqa.web.recordings import RECORDINGS_DIR
 from raqa.web.render import esc
-from raqa.web.visitors import VisitorGate, limit_runs
+from raqa.web.visitors import RUNS, RUNS_ADMITTED, VisitorGate, limit_runs
 from raqa.web.when_to_retrieve_tab import when_to_retrieve_view
 
 # Gradio's copies of the downloads (runs, reports, benchmark tables): every hour, those older than an hour go
@@ -61,14 +61,15 @@ def build_demo(service: Service, recordings_dir: Path = RECORDINGS_DIR, results_
             experiments_view()
         gr.HTML(f'<div class="raqa-footer">{footer(service)}</div>')
         run_events_api(service, gate)
-    # several runs at once only when the model shares its forward passes between them (Service.concurrent_runs)
+    # live runs (concurrency group RUNS) wait in their model's line; the model's other work (Why this answer?, When
+    # to retrieve) runs several at once only when the model shares its forward passes between them
     demo.queue(default_concurrency_limit=service.concurrent_runs, max_size=64)
     return demo
 
 
 def run_events_api(service: Service, gate: VisitorGate | None) -> None:
-    """/run_events: one run's events as JSON dicts, streamed, on the same queue and worker as the page's runs (so
-    API clients wait their turn like visitors); its parameters are the question and the form's values."""
+    """/run_events: one run's events as JSON dicts, streamed, in the same lines as the page's runs (so API clients wait
+    their turn like visitors, and hear their place); its parameters are the question and the form's values."""
     events_live = limit_runs(
         gate, lambda question, form: run_events(service, question, form), lambda m: to_json(RunFailed(m))
     )
@@ -89,7 +90,7 @@ def run_events_api(service: Service, gate: VisitorGate | None) -> None:
         form = page_form(strategy, order, window, k, grounded_only, rationale, reader, retrieval)
         yield from events_live(request, question, form)
 
-    gr.api(events_here, api_name="run_events", concurrency_id="model")
+    gr.api(events_here, api_name="run_events", concurrency_id=RUNS, concurrency_limit=RUNS_ADMITTED)
 
 
 def launch(service: Service, **kwargs) -> None:

@@ -35,7 +35,7 @@ from raqa.web.page_runs import NewestRun
 from raqa.web.page_text import badge_legend, grader_legend
 from raqa.web.recordings import RECORDINGS_DIR
 from raqa.web.render import MARK_AFTER_STOP_JS, MARK_STOPPED_JS, RunView, esc, failed_html
-from raqa.web.visitors import VisitorGate, limit_runs
+from raqa.web.visitors import RUNS, RUNS_ADMITTED, VisitorGate, limit_runs
 from raqa.web.why import why_controls
 
 PRIVATE = dict(api_visibility="private")  # the page's own events, not offered to API clients
@@ -44,7 +44,9 @@ REPLAYED = dict(preprocess=False, concurrency_limit=None, **PRIVATE)
 # preprocess=False: values sent straight to the API reach ask() as sent, so every bad value gets the same clear
 # message from validate_settings instead of a component's generic error. trigger_mode="multiple": a Run clicked
 # right after Stop, while the cancel is still settling, queues a new run; in the default mode that click is lost.
-LIVE = dict(concurrency_id="model", preprocess=False, trigger_mode="multiple")
+# concurrency: every live run is let in at once and waits in its model's line (reading/line.py), which tells it its
+# place; the line, not Gradio's queue, decides how many read together.
+LIVE = dict(concurrency_id=RUNS, concurrency_limit=RUNS_ADMITTED, preprocess=False, trigger_mode="multiple")
 Replay = Callable[[object, RunForm], Iterator[tuple]]  # a question and a form -> the outputs of its recorded run
 
 

@@ -22,7 +22,7 @@ from raqa.web.ask_tab import page_form
 from raqa.web.export import temporary_folder
 from raqa.web.figures_run import message_figure, safe
 from raqa.web.render import esc, failed_html
-from raqa.web.visitors import VisitorGate, limit_runs
+from raqa.web.visitors import RUNS, RUNS_ADMITTED, VisitorGate, limit_runs
 
 COLUMNS = ["question", "gold", "answer", "exact match", "answerable here", "windows", "tokens", "seconds"]
 
@@ -133,7 +133,8 @@ def benchmark_view(service, form_inputs: list, gate: VisitorGate | None = None) 
         [dataset, n, *form_inputs],
         [progress, table, figure, download],
         api_visibility="private",
-        concurrency_id="model",
+        concurrency_id=RUNS,  # each question waits in its model's line (reading/line.py)
+        concurrency_limit=RUNS_ADMITTED,
         preprocess=False,
     )
     stop.click(None, cancels=[event], queue=False, api_visibility="private")

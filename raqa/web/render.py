@@ -16,6 +16,7 @@ from raqa.reading.attribution import MATTERS, can_attribute, shown_p
 from raqa.reading.events import (
     Attribution,
     Final,
+    InLine,
     Notice,
     ReplyDelta,
     Retrieved,
@@ -26,7 +27,7 @@ from raqa.reading.events import (
     WindowVerdict,
 )
 from raqa.retrieval.index import Hit
-from raqa.text import split_sentences
+from raqa.text import split_sentences, wait_text
 
 BADGES = {
     "answered": ("answered", "Answered"),
@@ -35,6 +36,7 @@ BADGES = {
     "not_found": ("not-found", "Not found"),
     "unparseable": ("unparseable", "Unparseable"),
     "reading": ("reading", "Reading…"),
+    "waiting": ("waiting", "In line"),
     "stopped": ("stopped", "Stopped"),
 }
 
@@ -58,7 +60,10 @@ def badge(verdict: str) -> str:
 # as it was. It runs in the browser, on the values shown at that moment, so it never answers with a page older
 # than the one on screen (a round trip to the server could, while a run's last updates are still arriving).
 _MARK = f"""(shown) => shown.map(
-    (html) => typeof html === "string" ? html.split({json.dumps(badge("reading"))}).join({json.dumps(badge("stopped"))}) : html
+    (html) => typeof html === "string"
+        ? html.split({json.dumps(badge("reading"))}).join({json.dumps(badge("stopped"))})
+              .split({json.dumps(badge("waiting"))}).join({json.dumps(badge("stopped"))})
+        : html
 )"""
 MARK_STOPPED_JS = f"(...shown) => {{ window.__raqaStoppedAt = Date.now(); return ({_MARK})(shown); }}"
 # Again when the stopped event has ended, once, and only after a Stop: an event also ends when a newer run of the page
@@ -148,6 +153,21 @@ def why_html(a: Attribution) -> str:
     )
 
 
+def line_html(line: InLine) -> str:
+    """A waiting run's place in its model's line, when its turn should come, and the other model when it waits long."""
+    ahead = f"{line.ahead} run{'s' if line.ahead != 1 else ''} ahead"
+    text = (
+        f'{badge("waiting")} <span class="raqa-line" data-place="{line.place}">Place {line.place} in line for '
+        f"{esc(line.model)} ({esc(ahead)}): your first window in {esc(wait_text(line.eta_s))}.</span>"
+    )
+    if line.offer:
+        text += (
+            f'<div class="raqa-warning raqa-offer">A long wait: the reader <b>{esc(line.offer)}</b> reads now (choose '
+            "it under Reader and run again). It is faster but reads far less well.</div>"
+        )
+    return text
+
+
 def why_button(window: int) -> str:
     return (
         f'<button type="button" class="raqa-why" data-window="{window}" title="Leave out each sentence in turn and '
@@ -174,6 +194,7 @@ class RunView:
     hits: tuple[Hit, ...] = ()
     windows: list[WindowCard] = field(default_factory=list)
     notices: list[str] = field(default_factory=list)
+    in_line: InLine | None = None  # the run's place while it waits for its model; None once it reads
     final: Final | None = None
     failure: str | None = None
     attributions: dict[int, Attribution] = field(default_factory=dict)  # window -> why it answered what it did
@@ -185,9 +206,12 @@ class RunView:
             self.question = event.question
         elif isinstance(event, Retrieved):
             self.hits = event.hits
+        elif isinstance(event, InLine):
+            self.in_line = event
         elif isinstance(event, Notice):
             self.notices.append(event.message)
         elif isinstance(event, WindowStarted):
+            self.in_line = None
             self.windows.append(WindowCard(event.window, event.of, event.hits, event.prompt_tokens))
         elif isinstance(event, ReplyDelta):
             self.windows[-1].reply += event.text
@@ -204,6 +228,8 @@ class RunView:
     def answer_html(self) -> str:
         if self.failure:
             return f'<div class="raqa-answer raqa-failed"><b>{esc(self.title)}:</b> {esc(self.failure)}</div>'
+        if self.final is None and self.in_line is not None:
+            return f'<div class="raqa-answer raqa-in-line"><b>{esc(self.title)}:</b> {line_html(self.in_line)}</div>'
         if self.final is None:
             reading = f"window {len(self.windows)}" if self.windows else "retrieving"
             return f'<div class="raqa-answer"><b>{esc(self.title)}:</b> {badge("reading")} {esc(reading)}</div>'

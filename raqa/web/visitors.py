@@ -24,6 +24,10 @@ import gradio as gr
 
 from raqa.config import PublicLimits
 
+# Gradio's concurrency group of live runs (Ask, the benchmark, /run_events) and how many it lets in at once: each
+# run then waits in its model's line (reading/line.py), told its place, instead of silently in Gradio's queue. Below
+# Gradio's 40 worker threads, so the page's other events still find one.
+RUNS, RUNS_ADMITTED = "runs", 32
 WINDOW_S = 60.0  # runs_per_minute counts the runs started in the last WINDOW_S seconds
 FORGET_ABOVE = 1024  # visitors remembered before the idle ones are forgotten
 SETTLE_S = 2.0  # a new run waits this long for the visitor's stopped run to let go before it is refused
