@@ -197,3 +197,40 @@ def readers_load() -> str:
     )
     header = ("measure", r["models"]["load"], r["models"]["load_small_model"], "target")
     return "\n".join([made_by(path, r), "", *markdown_rows(header, rows)])
+
+
+def readme_speed() -> str:
+    """The README's speed table: each group of visitors on each reader, from the same record as `readers_load`."""
+    path = "assets/results/load-readers.json"
+    r = load_record(path)
+    big, small, speed = r["load"], r["load_small_model"], r["speed"]["reader_1p5b"]
+    rows = []
+    for size in sorted(big, key=lambda k: int(k.split("_")[1])):
+        g, s, n = big[size], small[size], int(size.split("_")[1])
+        compute = g.get("compute")
+        limit = f"{compute['limit_s']:.0f} s ({g['p95_s'] / compute['limit_s']:.2f}x)" if compute else ""
+        who = f"1 (alone, {len(g['seconds'])} questions)" if n == 1 else str(n)
+        rows.append(
+            [
+                who,
+                f"{g['p50_s']:.0f} / {g['p95_s']:.0f} s",
+                limit,
+                f"{g['first_progress_max_s']:.1f} s",
+                f"{s['p50_s']:.1f} / {s['p95_s']:.1f} s",
+            ]
+        )
+    header = (
+        "visitors at once",
+        "1.5B: run p50 / p95",
+        "compute limit (p95 over it)",
+        "slowest first sign",
+        "small model: p50 / p95",
+    )
+    rss = max(g["rss_mib"] for g in [*big.values(), *small.values()])
+    first = big[min(big, key=lambda k: int(k.split("_")[1]))]["first_verdict_p50_s"]
+    summary = (
+        f"The 1.5B alone: first verdict p50 {first:.1f} s; decode {speed['decode_tok_s']:.1f} tok/s in-process "
+        f"against llama.cpp's own {speed['llama_cpp_decode_tok_s']:.1f}; memory with both readers and the judge "
+        f"{rss / 1024:.1f} GiB."
+    )
+    return "\n".join([made_by(path, r), "", *markdown_rows(header, rows), "", summary])

@@ -2,7 +2,7 @@
 
 A strategy in engine.py yields these in order:
 
-    RunStarted, [InLine], Retrieved, InLine*, [Notice], (WindowStarted, ReplyDelta*, WindowVerdict)+, Final
+    RunStarted, InLine*, Retrieved, [Notice], (WindowStarted, ReplyDelta*, WindowVerdict)+, Final
 
 or RunFailed in place of what could not be done. An Attribution of an answered window may follow, when asked for
 (`ask --why`, the page's "Why this answer?"). The UI renders them, the CLI prints them as JSON

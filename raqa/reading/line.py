@@ -5,8 +5,8 @@ On two cores the 1.5B reads one window at full speed, and runs sent to it togeth
 at once took 40 s on 1 slot, 45 s on 2 and 52 s on 4, and the first reply came last on 4
 (assets/results/slots.json). So the page lets one run at a time read with it, and every other run waits here in the
 order it came. The small model's batcher packs the forward passes of several runs into one call, so its line lets
-several read at once. A run joins when it starts, so its place is its arrival, and retrieves its pages while it
-waits. A waiting run yields `InLine` events: at once, whenever its place changes, and every few seconds with a fresh
+several read at once. A run joins when it starts, so its place is its arrival, and retrieves its pages when its
+turn comes. A waiting run yields `InLine` events: at once, whenever its place changes, and every few seconds with a fresh
 estimate (a visitor who left is then noticed at that yield, and its place is freed).
 
 The estimate simulates the line: each run reading now ends when a recent run's median time has passed (at least a
@@ -27,7 +27,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator
 
-from raqa.reading.events import InLine, Retrieved, RunEvent, RunStarted
+from raqa.reading.events import InLine, RunEvent, RunStarted
 
 OFFER_AFTER_S = 60.0  # a wait longer than this offers the other model
 REFRESH_S = 5.0  # a waiting run hears from the line at least this often
@@ -147,19 +147,16 @@ class Line:
             self._changed.notify_all()
 
     def through(self, events: Iterator[RunEvent], offer: Callable[[], str | None] = lambda: None) -> Iterator[RunEvent]:
-        """A run's events with its wait in line: it joins when it starts (told its place at once if others are
-        ahead), retrieves its pages meanwhile, then waits for its turn (InLine events) before its first window. A run
-        without pages never reads. Closing the stream (Stop, a visitor who left) ends the run and frees its place."""
+        """A run's events with its wait in line: it joins when it starts and hears its place at once, then waits for
+        its turn (InLine events) before it retrieves its pages and reads. Retrieving at its turn, not while waiting,
+        keeps the run whose turn it is from waiting behind the others' retrieval (the encoder reads one question at
+        a time). Closing the stream (Stop, a visitor who left) ends the run and frees its place."""
         ticket, began, ended = None, None, False
         try:
             for event in events:
                 yield event
                 if isinstance(event, RunStarted) and ticket is None:
                     ticket = self.enter()
-                    standing = self.place(ticket, offer)
-                    if standing is not None:
-                        yield standing
-                elif isinstance(event, Retrieved) and ticket is not None and began is None:
                     yield from self.wait_turn(ticket, offer)
                     began = time.monotonic()
             ended = True
