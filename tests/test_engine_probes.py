@@ -24,3 +24,38 @@ def test_the_slot_comparison_refuses_bad_options_before_loading_anything(argv, m
     with pytest.raises(SystemExit) as stopped:
         slot_throughput.main(argv)
     assert stopped.value.code == 2
+
+
+def test_the_decode_probe_times_a_streamed_reply_from_its_first_to_its_last_piece():
+    import time
+
+    from lab.ops import reader_decode
+    from raqa.models.base import Usage
+
+    class Steady:  # five pieces 20 ms apart, then the usage: 4 tokens after the first in 80 ms
+        def reply(self, messages, max_new_tokens=64):
+            for word in ("a", "b", "c", "d", "e"):
+                time.sleep(0.02)
+                yield word
+            yield Usage(100, 5)
+
+    assert 35 < reader_decode.streamed(Steady(), []) < 55
+
+
+def test_the_line_and_load_records_parse_llama_cpps_counters():
+    from lab.ops import reader_load
+
+    class Server:
+        text = "# HELP x\nllamacpp:prompt_tokens_total 100\nllamacpp:prompt_seconds_total 2.5\n"
+
+        def handle_metrics(self):
+            return self.text + "llamacpp:tokens_predicted_total 10\nllamacpp:tokens_predicted_seconds_total 0.5\n"
+
+    class Backend:
+        server = Server()
+
+    before = reader_load.engine_counters(Backend())
+    Server.text = "llamacpp:prompt_tokens_total 600\nllamacpp:prompt_seconds_total 7.5\n"
+    used = reader_load.compute_used(before, reader_load.engine_counters(Backend()))
+    assert used["prompt_tokens"] == 500 and used["limit_s"] == 5.0 and used["prompt_tok_s"] == 100.0
+    assert reader_load.engine_counters(object()) is None and reader_load.compute_used(None, before) is None

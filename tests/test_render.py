@@ -112,3 +112,20 @@ def test_a_window_shows_the_judges_reading_escaped(tiny_index):
     html = judge_html(verdict)
     assert "P(this window states the answer) 0.91" in html and "&lt;b&gt;Leonardo&lt;/b&gt;" in html
     assert "<b>Leonardo" not in html
+
+
+def test_a_waiting_run_shows_its_place_and_a_long_wait_offers_the_other_reader_escaped():
+    from raqa.reading.events import InLine, RunStarted, WindowStarted
+
+    view = RunView(title="Iterative")
+    view.update(RunStarted("q", None, "m"))
+    view.update(InLine(3, 4, 130.0, "Qwen <1.5B>", None))
+    shown = view.answer_html()
+    assert "In line" in shown and 'data-place="3"' in shown and "4 runs ahead" in shown
+    assert "about 2 min 10 s" in shown and "Qwen &lt;1.5B&gt;" in shown and "raqa-offer" not in shown
+    view.update(InLine(2, 3, 95.0, "m", '<img src=x onerror="alert(1)">'))
+    shown = view.answer_html()
+    assert "<img" not in shown and 'data-reader="&lt;img src=x onerror=&quot;alert(1)&quot;&gt;"' in shown
+    assert "raqa-take-offer" in shown
+    view.update(WindowStarted(1, 15, (), 500))  # its turn came: the place gives way to the reading
+    assert "In line" not in view.answer_html() and "window 1" in view.answer_html()

@@ -19,6 +19,7 @@ from raqa.web.ask_layout import ask_view
 from raqa.web.ask_tab import page_form, run_events
 from raqa.web.benchmark_tab import benchmark_view
 from raqa.web.experiments_tab import experiments_view
+from raqa.web.offer import offer_controls
 from raqa.web.page_text import footer
 from raqa.web.recordings import RECORDINGS_DIR
 from raqa.web.render import esc
@@ -61,6 +62,7 @@ def build_demo(service: Service, recordings_dir: Path = RECORDINGS_DIR, results_
             experiments_view()
         gr.HTML(f'<div class="raqa-footer">{footer(service)}</div>')
         run_events_api(service, gate)
+        offer_controls(demo)
     # live runs (concurrency group RUNS) wait in their model's line; the model's other work (Why this answer?, When
     # to retrieve) runs several at once only when the model shares its forward passes between them
     demo.queue(default_concurrency_limit=service.concurrent_runs, max_size=64)

@@ -162,8 +162,9 @@ def line_html(line: InLine) -> str:
     )
     if line.offer:
         text += (
-            f'<div class="raqa-warning raqa-offer">A long wait: the reader <b>{esc(line.offer)}</b> reads now (choose '
-            "it under Reader and run again). It is faster but reads far less well.</div>"
+            f'<div class="raqa-warning raqa-offer">A long wait: the reader <b>{esc(line.offer)}</b> reads now, faster '
+            f'but far less well. <button type="button" class="raqa-take-offer" data-reader="{esc(line.offer)}">'
+            "Ask it now</button></div>"
         )
     return text
 
