@@ -30,6 +30,7 @@ from raqa.config import RunForm
 from raqa.models.base import Usage
 from raqa.service import Service
 
+LINE_TIMEOUT_S = 3600.0  # 30 runs of about a minute, one at a time: the last ends after half an hour
 COUNTERS = ("prompt_tokens_total", "prompt_seconds_total", "tokens_predicted_total", "tokens_predicted_seconds_total")
 DECODE_TOKENS = 64
 OFFER_TAKER_DELAY_S = 5.0  # when the visitor who takes the offer arrives, after the 30
@@ -82,12 +83,14 @@ def group(url: str, service: Service, questions: Sequence[str], form: RunForm, o
     before = engine_counters(backend)
     extra: list[SessionResult] = []
     if taker is not None:
-        late = threading.Timer(OFFER_TAKER_DELAY_S, lambda: extra.extend(drive_sessions(url, [taker[0]], taker[1])))
+        late = threading.Timer(
+            OFFER_TAKER_DELAY_S, lambda: extra.extend(drive_sessions(url, [taker[0]], taker[1], LINE_TIMEOUT_S))
+        )
         late.start()
     if one_by_one:
-        results = [drive_sessions(url, [question], form)[0] for question in questions]
+        results = [drive_sessions(url, [question], form, LINE_TIMEOUT_S)[0] for question in questions]
     else:
-        results = drive_sessions(url, questions, form)
+        results = drive_sessions(url, questions, form, LINE_TIMEOUT_S)
     if taker is not None:
         late.join()
     summary = summarise(results) | _session_figures(results) | {"rss_mib": rss_mib()}

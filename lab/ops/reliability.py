@@ -117,8 +117,11 @@ def drive_sessions(
     threads = [threading.Thread(target=work, args=(i,), daemon=True) for i in range(len(questions))]
     for t in threads:
         t.start()
+    # subtle: one deadline for all; joining each with the whole timeout gave up on a late session after the first
+    # join had used it up (two of 30 sessions on the 1.5B were cut off this way at 660 s while still running)
+    deadline = time.monotonic() + timeout + 60
     for t in threads:
-        t.join(timeout + 60)
+        t.join(max(0.0, deadline - time.monotonic()))
     return [r or SessionResult(q, timeout, 0, (), "no result") for q, r in zip(questions, results, strict=True)]
 
 
