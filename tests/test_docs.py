@@ -34,7 +34,9 @@ def test_every_table_in_the_page_is_what_its_records_render(page: Path) -> None:
 
 
 def test_every_table_is_shown_on_some_page_and_names_the_file_it_reads_and_the_command_that_makes_it() -> None:
-    shown = {m["name"] for page in [ROOT / "README.md", *PAGES] for m in BLOCK.finditer(page.read_text(encoding="utf-8"))}
+    shown = {
+        m["name"] for page in [ROOT / "README.md", *PAGES] for m in BLOCK.finditer(page.read_text(encoding="utf-8"))
+    }
     assert shown == set(TABLES)
     for name, table in TABLES.items():
         text = table()
