@@ -32,9 +32,9 @@ from raqa.reading.events import InLine, RunEvent, RunStarted
 OFFER_AFTER_S = 60.0  # a wait longer than this offers the other model
 REFRESH_S = 2.0  # a waiting run hears from the line at least this often (and a visitor who left is noticed)
 RECENT_RUNS = 20  # the runs whose times make the estimate
-# What a run takes before the line has timed one of its own (then its recent median): whole runs at the page's
-# defaults, p50 in assets/results/reading-nq+triviaqa.json: the 1.5B 45 s on BM25 and 62 s hybrid; the small model
-# (base+judge) 1.4 s
+# What a run takes before the line has timed one of its own (then its recent median), at the page's defaults on NQ
+# questions (assets/results/load-readers.json): the 1.5B 1,935 s of compute for 30 runs, about a minute each; the
+# small model 4.5 s a run alone
 TYPICAL_RUN_S = {"shared": 5.0, "alone": 60.0}
 
 
