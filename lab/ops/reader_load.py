@@ -21,18 +21,16 @@ from __future__ import annotations
 import re
 import statistics
 import threading
-import time
 from collections.abc import Callable, Sequence
 
 from lab.ops.bench_timing import percentile
+from lab.ops.reader_decode import DECODE_TOKENS, streamed
 from lab.ops.reliability import SessionResult, drive_sessions, rss_mib, serve, summarise
 from raqa.config import RunForm
-from raqa.models.base import Usage
 from raqa.service import Service
 
 LINE_TIMEOUT_S = 3600.0  # 30 runs of about a minute, one at a time: the last ends after half an hour
 COUNTERS = ("prompt_tokens_total", "prompt_seconds_total", "tokens_predicted_total", "tokens_predicted_seconds_total")
-DECODE_TOKENS = 64
 OFFER_TAKER_DELAY_S = 5.0  # when the visitor who takes the offer arrives, after the 30
 
 
@@ -109,14 +107,7 @@ def decode_parity(backend, messages, runs: int = 3) -> dict:
     """Decode tok/s of one reply streamed through the backend against llama.cpp's own figure for the same request."""
     ours, own, prompt_own = [], [], []
     for _ in range(runs):
-        stamps, tokens = [], None
-        for piece in backend.reply(messages, max_new_tokens=DECODE_TOKENS):
-            if isinstance(piece, str) and piece:
-                stamps.append(time.perf_counter())
-            elif isinstance(piece, Usage):
-                tokens = piece.completion_tokens
-        if tokens and len(stamps) > 1:
-            ours.append((tokens - 1) / (stamps[-1] - stamps[0]))
+        ours.append(streamed(backend, messages))
         result = backend.server.handle_chat_completions(backend._request(messages, DECODE_TOKENS, False))
         timings = result.get("timings", {}) if isinstance(result, dict) else {}
         own.append(timings.get("predicted_per_second", float("nan")))
