@@ -19,6 +19,7 @@ from raqa.models.endpoints_file import READER_PREFIX, EndpointConfigError, load_
 from raqa.models.gguf_parts import QWEN_1P5B, part_files
 from raqa.models.llamacpp import LlamaCppBackend
 from raqa.models.local import TransformersBackend
+from raqa.models.torch_thread import one_pool
 from raqa.reading.judge import CARD_FILE as JUDGE_CARD
 from raqa.reading.judge import JUDGE_DIR, AnswerJudge
 from raqa.reading.readers import (
@@ -87,6 +88,7 @@ def load_service(cls, config: AppConfig, progress: Progress, backend: Backend | 
     timings: dict[str, float] = {}
     if backend is None and load_model:
         TransformersBackend.check_paths(config.model, config.adapter)  # before anything is cached
+        one_pool()  # torch computes on its own thread only, beside llama.cpp (raqa/models/torch_thread.py)
     endpoints = _endpoint_readers(config.endpoints, config.public is not None) if config.endpoints else {}
     start = time.perf_counter()
     progress(f"Loading the corpus: {corpus_name(config.corpus)}")

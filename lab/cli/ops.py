@@ -85,6 +85,7 @@ def load_readers(args: argparse.Namespace) -> int:
     then each reader with every group of visitors, each visitor a distinct NQ-open test question."""
     from lab.ops import reader_load, reliability  # lazy: imports torch
     from lab.ops.bench_speed import first_windows
+    from raqa.models.gguf_parts import QWEN_1P5B, assembled
     from raqa.reading.readers import BASE_READER, GRADED_READER
     from raqa.service import Service
 
@@ -95,12 +96,13 @@ def load_readers(args: argparse.Namespace) -> int:
     questions = sample_questions(args.solo + sum(n for n in visitors if n > 1) + 2, args.seed)
     pages = first_windows(service.index, big, questions[:1])[0][-1]["content"]
     long_reply = [{"role": "user", "content": pages + "\n\nRetell what these pages say, in about 100 words."}]
-    say("Decode: streamed through the page's backend against llama.cpp's own figure")
-    speed = reader_load.decode_parity(big, long_reply)
-    say(f"  ours {speed['decode_tok_s']:.1f} tok/s, llama.cpp {speed['llama_cpp_decode_tok_s']:.1f} tok/s")
     readers = {"load": GRADED_READER.name, "load_small_model": BASE_READER.name}
     form = RunForm(window=args.window, k=args.k)
     groups = reader_load.measure(service, readers, visitors, questions[1:], form, args.solo, progress=say)
+    say("Decode: streamed through the page's backend against llama.cpp's own figure, here and alone")
+    gguf = str(assembled(QWEN_1P5B, service.config.cache_dir))  # joined at load: this only finds it
+    speed = reader_load.decode_parity(big, long_reply, gguf=gguf)
+    say(f"  ours {speed['decode_tok_s']:.1f} tok/s, llama.cpp alone {speed['llama_cpp_alone_decode_tok_s']:.1f} tok/s")
     command = command_line(
         "load-test",
         readers=True,

@@ -197,10 +197,11 @@ def readers_load() -> str:
     if g.get("offer_taken"):
         taken = g["offer_taken"]
         rows.append(["one more visitor, 5 s later, takes the offer: whole run", "", f"{taken['seconds']:.1f} s", ""])
-    rss = max(x[most]["rss_mib"] for x in (big, small))
+    rss = max(x[most].get("rss_peak_mib", x[most]["rss_mib"]) for x in (big, small))
+    peak = "peak of the page's process alone" if "rss_peak_mib" in big[most] else "after"
     rows.append(
         [
-            f"resident memory, both readers and the judge loaded, after {sizes[-1]} visitors",
+            f"resident memory ({peak}), both readers and the judge loaded, {sizes[-1]} visitors",
             f"{rss:,.0f} MiB",
             "",
             f"< 8 GB: {_verdict(rss, 8192)}",

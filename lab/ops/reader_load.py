@@ -3,16 +3,18 @@ visitors asking distinct live questions at once through the served page's API, a
 against llama.cpp's own figure for the same request.
 
 For each group of visitors: every session's whole run (p50, p95), its first sign of progress (its place in line or
-its first window) and its first verdict, whether it was offered the small model, and the process's memory. For the
+its first window) and its first verdict, whether it was offered the small model, and the page's memory now and at
+its peak. The visitors' clients run in a child process, so the page's process holds the page alone. For the
 1.5B the group's compute limit comes from llama.cpp's own counters (`/metrics`: the seconds it spent on prompt and
 reply tokens, which is every token the runs needed divided by the engine's measured throughput); one run at a time
 reads, so the slowest visitors should end close to it. While the 30 wait for the 1.5B, one more visitor takes the
 offer and asks the small model; its run is timed too. A group of one visitor is asked `solo` times, one after
 another, for a first verdict p50 of one visitor.
 
-Decode parity: the first window of the first question, 64 tokens at temperature 0, streamed through the backend the
-page uses (tokens after the first, over the time from the first to the last) against `timings.predicted_per_second`
-that llama.cpp reports for the same request (median of 3). Left out: llama.cpp's separate `llama-bench` program (no
+Decode parity, after the groups: the first window of the first question, 64 tokens at temperature 0, streamed
+through the backend the page uses (tokens after the first, over the time from the first to the last) against
+`timings.predicted_per_second` that llama.cpp reports for the same request, in this process and alone in a child
+process that loads nothing else (median of 3 each). Left out: llama.cpp's separate `llama-bench` program (no
 wheel ships it), and the browser's part of the time.
 """
 
@@ -24,8 +26,8 @@ import threading
 from collections.abc import Callable, Sequence
 
 from lab.ops.bench_timing import percentile
-from lab.ops.reader_decode import DECODE_TOKENS, streamed
-from lab.ops.reliability import SessionResult, drive_sessions, rss_mib, serve, summarise
+from lab.ops.reader_decode import DECODE_TOKENS, clean_process, streamed
+from lab.ops.reliability import SessionResult, drive_sessions_apart, rss_mib, serve, summarise
 from raqa.config import RunForm
 from raqa.service import Service
 
@@ -82,16 +84,17 @@ def group(url: str, service: Service, questions: Sequence[str], form: RunForm, o
     extra: list[SessionResult] = []
     if taker is not None:
         late = threading.Timer(
-            OFFER_TAKER_DELAY_S, lambda: extra.extend(drive_sessions(url, [taker[0]], taker[1], LINE_TIMEOUT_S))
+            OFFER_TAKER_DELAY_S, lambda: extra.extend(drive_sessions_apart(url, [taker[0]], taker[1], LINE_TIMEOUT_S))
         )
         late.start()
     if one_by_one:
-        results = [drive_sessions(url, [question], form, LINE_TIMEOUT_S)[0] for question in questions]
+        results = [drive_sessions_apart(url, [question], form, LINE_TIMEOUT_S)[0] for question in questions]
     else:
-        results = drive_sessions(url, questions, form, LINE_TIMEOUT_S)
+        results = drive_sessions_apart(url, questions, form, LINE_TIMEOUT_S)
     if taker is not None:
         late.join()
-    summary = summarise(results) | _session_figures(results) | {"rss_mib": rss_mib()}
+    summary = summarise(results) | _session_figures(results)
+    summary |= {"rss_mib": rss_mib(), "rss_peak_mib": rss_mib("VmHWM")}
     used = compute_used(before, engine_counters(backend))
     if used is not None and not one_by_one:
         used["p95_over_limit"] = summary["p95_s"] / used["limit_s"]
@@ -103,17 +106,21 @@ def group(url: str, service: Service, questions: Sequence[str], form: RunForm, o
     return summary
 
 
-def decode_parity(backend, messages, runs: int = 3) -> dict:
-    """Decode tok/s of one reply streamed through the backend against llama.cpp's own figure for the same request."""
+def decode_parity(backend, messages, runs: int = 3, gguf: str | None = None) -> dict:
+    """Decode tok/s of one reply streamed through the backend against llama.cpp's own figure for the same request:
+    its timings in this process and, given the GGUF's path, alone in a child process that loads nothing else."""
+    from raqa.models.llamacpp import THREADS
+
     ours, own, prompt_own = [], [], []
+    request = backend._request(messages, DECODE_TOKENS, False)
     for _ in range(runs):
         ours.append(streamed(backend, messages))
-        result = backend.server.handle_chat_completions(backend._request(messages, DECODE_TOKENS, False))
+        result = backend.server.handle_chat_completions(request)
         timings = result.get("timings", {}) if isinstance(result, dict) else {}
         own.append(timings.get("predicted_per_second", float("nan")))
         prompt_own.append(timings.get("prompt_per_second", float("nan")))
     decode, engine = statistics.median(ours), statistics.median(own)
-    return {
+    out = {
         "decode_tok_s": decode,
         "llama_cpp_decode_tok_s": engine,
         "llama_cpp_over_ours": engine / decode,
@@ -122,7 +129,16 @@ def decode_parity(backend, messages, runs: int = 3) -> dict:
         "llama_cpp_prompt_tok_s_runs": prompt_own,
         "prompt_tokens": backend.count_prompt_tokens(messages),
         "reply_tokens": DECODE_TOKENS,
+        "threads": THREADS,
     }
+    if gguf:
+        alone = [t["predicted_per_second"] for t in clean_process(gguf, request, THREADS, runs)]
+        out |= {
+            "llama_cpp_alone_decode_tok_s": statistics.median(alone),
+            "llama_cpp_alone_decode_tok_s_runs": alone,
+            "alone_over_ours": statistics.median(alone) / decode,
+        }
+    return out
 
 
 def measure(

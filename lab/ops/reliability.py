@@ -13,12 +13,15 @@ process (a Space runs one).
 from __future__ import annotations
 
 import gc
+import json
 import socket
 import statistics
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import astuple, dataclass
+from dataclasses import asdict, astuple, dataclass
 
 from lab.ops.bench_timing import percentile
 from raqa.config import RunForm, validate_settings
@@ -125,6 +128,18 @@ def drive_sessions(
     return [r or SessionResult(q, timeout, 0, (), "no result") for q, r in zip(questions, results, strict=True)]
 
 
+def drive_sessions_apart(
+    url: str, questions: Sequence[str], form: RunForm = DEFAULT_FORM, timeout: float = 600.0
+) -> list[SessionResult]:
+    """drive_sessions from a child process, so that the page's process holds the page alone: its memory, and its
+    threads and interpreter lock shared with no client (`python -m lab.ops.reliability` reads the job on stdin)."""
+    job = json.dumps({"url": url, "questions": list(questions), "form": asdict(form), "timeout": timeout})
+    child = [sys.executable, "-m", "lab.ops.reliability"]
+    done = subprocess.run(child, input=job, capture_output=True, text=True, timeout=timeout + 300, check=True)
+    rows = json.loads(done.stdout.strip().splitlines()[-1])
+    return [SessionResult(**(row | {"events": tuple(row["events"])})) for row in rows]
+
+
 def summarise(results: Sequence[SessionResult]) -> dict:
     seconds = [r.seconds for r in results if r.error is None]
     progress = [r.first_progress_s for r in results if r.first_progress_s is not None]
@@ -141,11 +156,12 @@ def summarise(results: Sequence[SessionResult]) -> dict:
     }
 
 
-def rss_mib() -> float:
-    """Resident memory of this process in MiB (from /proc, so no extra package is needed)."""
+def rss_mib(field: str = "VmRSS") -> float:
+    """Resident memory of this process in MiB (from /proc, so no extra package is needed); field "VmHWM" gives the
+    most it has held since it started."""
     with open("/proc/self/status", encoding="ascii") as f:
         for line in f:
-            if line.startswith("VmRSS:"):
+            if line.startswith(f"{field}:"):
                 return int(line.split()[1]) / 1024
     return float("nan")
 
@@ -231,3 +247,9 @@ def record(kind: str, command: str, service: Service, results: dict) -> dict:
         **provenance(),
         "results": results,
     }
+
+
+if __name__ == "__main__":  # the child of drive_sessions_apart: a job on stdin, the sessions' results on stdout
+    _job = json.load(sys.stdin)
+    _results = drive_sessions(_job["url"], _job["questions"], RunForm(**_job["form"]), _job["timeout"])
+    print(json.dumps([asdict(r) for r in _results]))

