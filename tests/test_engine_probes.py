@@ -1,10 +1,11 @@
-"""The lab's two engine probes: the OpenMP thread-pool case study and the slot comparison's option checks."""
+"""The lab's engine probes: the OpenMP thread-pool case study, the torch thread off and on, the slot comparison's
+option checks and the decode timer."""
 
 import json
 
 import pytest
 
-from lab.ops import omp_threads, slot_throughput
+from lab.ops import omp_threads, slot_throughput, torch_pools
 
 
 def test_the_omp_probe_measures_each_case_and_writes_its_record(tmp_path, monkeypatch):
@@ -16,6 +17,18 @@ def test_the_omp_probe_measures_each_case_and_writes_its_record(tmp_path, monkey
     assert set(record["results"]) == {"main", "worker_only"}
     for case in record["results"].values():
         assert case["us"] > 0 and 0 < case["cores_busy"] <= 4
+
+
+def test_the_torch_pools_probe_turns_the_torch_thread_off_by_running_calls_where_they_are_made(monkeypatch):
+    import threading
+
+    from raqa.models import torch_thread
+
+    monkeypatch.setattr(torch_thread, "run", torch_thread.run)  # put back after the test
+    monkeypatch.setattr(torch_thread, "one_pool", torch_thread.one_pool)
+    assert torch_thread.run(lambda: threading.current_thread().name) == "raqa-torch"
+    torch_pools.torch_thread_off()
+    assert torch_thread.run(lambda: threading.current_thread().name) == threading.current_thread().name
 
 
 @pytest.mark.parametrize("argv", [["--slots", "0,2"], ["--slots", ","], ["--questions", "0"]])

@@ -185,15 +185,20 @@ def cmd_deploy_space(args: argparse.Namespace) -> int:
 
 
 def cmd_time_start(args: argparse.Namespace) -> int:
-    """Start app.py once as Spaces does and print the seconds to a usable page as JSON."""
-    from lab.ops.page_start import started_app  # lazy: imports torch
+    """Start app.py once as Spaces does and print the seconds to a usable page as JSON; with --out, start it fresh
+    and warm on a new cache and write the record."""
+    from lab.ops import page_start  # lazy: imports torch
+    from raqa.evaluation.records import provenance
 
+    if args.out:
+        result = page_start.fresh_and_warm(args.python, space=not args.not_space)
+        command = command_line("time-start", not_space=args.not_space or None, out=args.out)
+        write_and_say(args.out, {"measurement": "page_start", "command": command, **provenance(), "results": result})
+        return 0
     try:
-        with started_app(
-            args.python,
-            space=not args.not_space,
-            cache=Path(args.cache) if args.cache else None,
-            log=Path(args.log) if args.log else None,
+        cache = Path(args.cache) if args.cache else None
+        with page_start.started_app(
+            args.python, not args.not_space, cache, Path(args.log) if args.log else None
         ) as start:
             result = {"seconds": round(start.seconds, 1), "python": start.python, "space": start.space}
     except RuntimeError as e:

@@ -208,4 +208,5 @@ def _time_start(sub) -> None:
     start.add_argument("--cache", help="RAQA_CACHE for the app (an empty folder: a fresh start)")
     start.add_argument("--not-space", action="store_true", help="leave SPACE_ID unset (no install, no limits)")
     start.add_argument("--log", help="keep the app's output in this file")
+    start.add_argument("--out", help="start fresh (a new, empty cache) then warm, and write both to this record")
     start.set_defaults(func=lab_command("ops:cmd_time_start"))

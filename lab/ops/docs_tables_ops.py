@@ -241,3 +241,19 @@ def readme_speed() -> str:
         "small model: run p50 / p95",
     )
     return "\n".join([made_by(path, r), "", *markdown_rows(header, rows)])
+
+
+def page_start() -> str:
+    """`python app.py` to a usable page on a new, empty cache and again warm (`time-start --out`)."""
+    path = "assets/results/page-start.json"
+    r = load_record(path)
+    fresh, warm = r["results"]["fresh"], r["results"]["warm"]
+    rows = [
+        ["fresh: an empty cache (joins the 1.5B's GGUF from its parts, builds the index)", fresh, ""],
+        ["warm: the same cache again", warm, f"<= 15 s: {_verdict(warm['seconds'], 15)}"],
+    ]
+    cells = [
+        [label, f"{x['seconds']:.1f} s", f"{x['rss_mib']:,.0f} MiB" if x["rss_mib"] else "", t] for label, x, t in rows
+    ]
+    header = ("start", "seconds to a usable page", "resident memory then", "target")
+    return "\n".join([made_by(path, r), "", *markdown_rows(header, cells)])

@@ -35,6 +35,7 @@ class PageStart:
     url: str  # where the page is served (loopback)
     python: str  # the interpreter that ran app.py
     space: bool  # SPACE_ID was set
+    rss_mib: float | None = None  # the app's resident memory when its page first answered (None: not readable)
 
 
 def _answers(url: str) -> bool:
@@ -43,6 +44,27 @@ def _answers(url: str) -> bool:
             return response.status == 200
     except OSError:
         return False
+
+
+def process_rss_mib(pid: int) -> float | None:
+    """A process's resident memory in MiB, from /proc (None where it cannot be read)."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as f:
+            return next(int(line.split()[1]) / 1024 for line in f if line.startswith("VmRSS:"))
+    except (OSError, StopIteration):
+        return None
+
+
+def fresh_and_warm(python: str = sys.executable, space: bool = True) -> dict:
+    """Two starts on one new, empty cache: fresh (joins the 1.5B's GGUF from its package parts, builds the index)
+    and warm (the same again: only loads). The data packages are installed already: a Space's start also installs
+    them (docs/deploy.md). Each start with the app's resident memory when the page first answered."""
+    out = {}
+    with tempfile.TemporaryDirectory(prefix="raqa-start-") as cache:
+        for name in ("fresh", "warm"):
+            with started_app(python, space=space, cache=Path(cache)) as start:
+                out[name] = {"seconds": start.seconds, "rss_mib": start.rss_mib}
+    return out
 
 
 @contextmanager
@@ -74,7 +96,7 @@ def started_app(
                     tail = log_path.read_text(errors="replace")[-2000:]
                     raise RuntimeError(f"`python app.py` did not serve a page (exit {app.poll()}):\n{tail}")
                 time.sleep(0.25)
-            yield PageStart(time.perf_counter() - start, url, python, space)
+            yield PageStart(time.perf_counter() - start, url, python, space, process_rss_mib(app.pid))
         finally:
             app.terminate()
             try:
