@@ -82,7 +82,7 @@ class Service:
 
     def __post_init__(self):
         if self.hybrid is None:
-            self.hybrid = Lazy(lambda: HybridIndex(self.index, shared_encoder()))
+            self.hybrid = Lazy(lambda: HybridIndex.with_shipped_vectors(self.index, shared_encoder()))
 
     @property
     def concurrent_runs(self) -> int:

@@ -175,6 +175,12 @@ def fingerprint(pages: list[Page]) -> str:
     return digest.hexdigest()[:16]
 
 
+def corpus_key(pages: Sequence[Page]) -> str:
+    """What identifies a corpus for the caches: a PageStore's file identity (hashing 5.9 M page texts on every start
+    would take minutes), otherwise the pages' fingerprint."""
+    return pages.fingerprint() if hasattr(pages, "fingerprint") else fingerprint(list(pages))
+
+
 def page_lookup(pages: Sequence[Page]) -> Callable[[str], Page | None]:
     """page id -> Page, the dictionary built on first use (replays and resumed rows need the pages' texts)."""
     by_id: dict[str, Page] = {}

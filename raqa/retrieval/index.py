@@ -18,7 +18,7 @@ from typing import NamedTuple
 import numpy as np
 
 from raqa.retrieval.atomic import BuildProgress, replace_folder
-from raqa.retrieval.corpus import Page, fingerprint
+from raqa.retrieval.corpus import Page, corpus_key
 from raqa.retrieval.stream_index import build_streaming
 from raqa.retrieval.tokenize import TokenizerName, get_tokenizer
 
@@ -134,9 +134,7 @@ def index_folder(
     k1: float = K1,
     b: float = B,
 ) -> Path:
-    # a PageStore knows its file's identity; hashing 5.9 M page texts on every start would take minutes
-    key = pages.fingerprint() if hasattr(pages, "fingerprint") else fingerprint(list(pages))
-    return Path(cache_dir) / "index" / f"{key}-{tokenizer}-k1_{k1}-b_{b}"
+    return Path(cache_dir) / "index" / f"{corpus_key(pages)}-{tokenizer}-k1_{k1}-b_{b}"
 
 
 def load_or_build(
