@@ -283,7 +283,7 @@ def _the_examples_behave(tab, asked: dict[str, tuple[str, str]]) -> None:
     expected.append(("Which is the largest of Earth's oceans?", "Pacific"))
     outcomes = dict(asked)
     for question in [q for q, _ in expected if q not in asked]:
-        # the answer on the page is marked, so the wait is for this run's own (the first question is on it already)
+        # the answer on the page is marked, so the wait is for this run's own (an earlier answer is on it)
         tab.evaluate("() => document.querySelectorAll('#raqa-answers .raqa-answer').forEach(a => a.dataset.old = 1)")
         tab.locator("#raqa-question textarea").fill(question)
         tab.locator("#raqa-run").click()

@@ -2,8 +2,8 @@
 
 Reranking BM25's top 50 pages encodes each page the first time a question retrieves it: about 50 pages of 128
 tokens, a second or more of the one torch thread, before a visitor sees any page (and, with several visitors, one
-after the other). For the corpus the page serves by default the vectors are known in advance: `python -m lab
-page-vectors` encodes all 10,033 pages with the same encoder and settings and writes them here in float16 (7.7 MB),
+after the other). For the corpus the page serves by default the vectors are known in advance: `python -m
+lab.ops.page_vectors` encodes all 10,033 pages with the same encoder and settings and writes them here in float16 (7.7 MB),
 with the corpus's fingerprint and the encoder they were made with. They are used only where both match the run's;
 any other corpus, or another encoder, is encoded as before.
 
@@ -52,11 +52,6 @@ class PageVectors:
         partial = path.with_suffix(".partial.npz")
         np.savez(partial, ids=self.ids, vectors=self.vectors, about=np.array(json.dumps(self.about, sort_keys=True)))
         partial.replace(path)
-
-    @classmethod
-    def read(cls, path: Path) -> PageVectors:
-        with np.load(path, allow_pickle=False) as data:
-            return cls(data["ids"], data["vectors"], json.loads(str(data["about"])))
 
 
 def shipped_vectors(corpus_fingerprint: str, max_tokens: int, path: Path = SHIPPED) -> dict[str, np.ndarray]:
