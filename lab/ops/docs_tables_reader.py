@@ -8,6 +8,16 @@ from lab.ops.docs_tables import ROOT, load_record, made_by, markdown_rows, share
 READING = "assets/results/reading-nq+triviaqa.json"
 RETRIEVAL = "assets/results/retrieval-{split}-nq+triviaqa.json"
 GRADER = "assets/grader/grader.json"
+FORMULATIONS = "assets/results/grader-formulations.json"
+SIGNAL_NAMES = {  # how the table names each signal of lab/evaluation/grader_probe.py
+    "fresh": "the shipped grader: a fresh chat with the page as shown",
+    "focused": "the same, shown only the sentences around the answer",
+    "claim": '"according to the passage alone, is the claim correct?"',
+    "follow_up": "a follow-up turn of the reader's own chat",
+    "judge": "the MiniLM answer judge's support where it agrees",
+    "reader": "the reader's own P(ANSWER)",
+    "fresh+judge": "the shipped grader plus the judge's support",
+}
 ROWS = (  # (what the row measures, how to read it from one reader's summary)
     ("readable questions ending right", lambda s: share(s["per_question"]["readable"]["right"])),
     ("no-answer questions ending with an answer", lambda s: share(s["per_question"]["no_answer"]["answered"])),
@@ -65,6 +75,28 @@ def grader() -> str:
             ]
         )
     return "\n".join([made_by(GRADER, record), "", *markdown_rows(["grader", "value"], rows)])
+
+
+def formulations() -> str:
+    """How well each way of asking the grader, and each signal beside it, separates answers the page states."""
+    if not (ROOT / FORMULATIONS).is_file():
+        return f"`{FORMULATIONS}` is not committed yet."
+    record = load_record(FORMULATIONS)
+    results = record["results"]
+    rows = []
+    for signal, scores in results["signals"].items():
+        auc, best = scores["auc"], scores["best_precision_at_half_coverage"]
+        auc_text = "–" if auc is None else f"{auc['value']:.2f} [{auc['low']:.2f}, {auc['high']:.2f}]"
+        best_text = "–" if best["precision"] is None else f"{best['precision']:.0%} (from {best['cut']:.2f})"
+        rows.append([SIGNAL_NAMES.get(signal, signal), auc_text, best_text])
+    counts = (
+        f"{results['graded']} answers graded ({results['graded_right']} right and stated by their page), from "
+        f"{results['windows']} windows; the reader answered on {results['answered_on_answer_free_pages']} of "
+        f"{results['answer_free_pages']} answer-free pages and was right on {results['gold_page_right']} of "
+        f"{results['gold_pages']} pages holding a gold answer."
+    )
+    header = ["signal", "AUC [95%]", "best precision keeping half the right answers"]
+    return "\n".join([made_by(FORMULATIONS, record), "", counts, "", *markdown_rows(header, rows)])
 
 
 def retrieval() -> str:

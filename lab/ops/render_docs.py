@@ -29,6 +29,7 @@ TABLES: dict[str, Callable[[], str]] = {  # a docs page's table name -> the func
     "reading/attribution": docs_tables.attribution,
     "reading/graded-reader": docs_tables_reader.reading,
     "reading/grader": docs_tables_reader.grader,
+    "reading/grader-formulations": docs_tables_reader.formulations,
     "reading/retrieval": docs_tables_reader.retrieval,
     "judge/support": docs_tables_judge.support,
     "judge/badges": docs_tables_judge.badges,
