@@ -82,9 +82,10 @@ def follow_up(page_id: str, answer: str) -> dict[str, str]:
 class Probe:
     """The page's default reader and its backend, asked directly (one request at a time, greedy)."""
 
-    def __init__(self, service):
+    def __init__(self, service, shots: int | None = None, grade: bool = True):
         plan = service.plan("probe", RunForm())
-        self.backend, self.settings = plan.backend, plan.settings
+        self.backend, self.grade = plan.backend, grade
+        self.settings = plan.settings if shots is None else plan.settings.replace(shots=shots)
         self.search = service.hybrid.get().search
         from raqa.reading.judge import AnswerJudge  # lazy: loads the MiniLM judge
 
@@ -116,7 +117,7 @@ class Probe:
         }
         row["label"] = row["right"] and row["shown_holds_gold"]
         row["mentioned"] = bool(reply.answer) and mentions(f"{hit.page.title} {shown}", reply.answer)
-        if not row["mentioned"]:
+        if not row["mentioned"] or not self.grade:
             return row
         answer, title = reply.answer, hit.page.title
         row["fresh"] = self.p_yes(grading_messages(question, answer, title, shown))
@@ -172,11 +173,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--per-kind", type=int, default=16, help="readable questions a set (no-answer: half)")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--out", type=Path, default=RESULT_FILE)
+    parser.add_argument("--shots", type=int, help="the reader's worked examples (default: the page's)")
+    parser.add_argument("--reader-only", action="store_true", help="read the windows, grade nothing")
     args = parser.parse_args(argv)
     from raqa.service import Service  # lazy: loads models
 
     service = Service.load(AppConfig.from_env(), progress=lambda m: print(m, file=sys.stderr))
-    probe = Probe(service)
+    probe = Probe(service, args.shots, grade=not args.reader_only)
     rows_path = args.out.with_suffix(".rows.jsonl")
     done = {(r["question"], r["page"]): r for r in map(json.loads, rows_path.open())} if rows_path.exists() else {}
     rows = []
@@ -203,11 +206,14 @@ def main(argv: list[str] | None = None) -> int:
             per_kind=args.per_kind,
             seed=args.seed,
             out=None if args.out == RESULT_FILE else args.out,
+            shots=args.shots,
+            reader_only=args.reader_only,
         ),
         "data": f"NQ-open and TriviaQA dev, seed {args.seed}, {args.per_kind} readable and {args.per_kind // 2} "
         "no-answer questions a set; per question the first of hybrid's top 15 pages holding a gold answer and the "
         f"first {NEGATIVE_PAGES} holding none, each read alone with the page's default reader and settings",
         "rows": str(rows_path.name),
+        "shots": probe.settings.shots,
         **provenance(),
         "results": summarise(rows),
     }
