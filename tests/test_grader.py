@@ -153,3 +153,46 @@ def test_thresholds_are_read_from_the_calibration_file_and_a_bad_one_is_refused(
         good.write_text(bad)
         with pytest.raises(ValueError, match="grader"):
             load_thresholds(good)
+
+
+def _page_hit(title: str, text: str) -> tuple[Hit, ...]:
+    from raqa.retrieval.corpus import Page
+
+    return (Hit(1, 1.0, Page("z1", title, text)),)
+
+
+@pytest.mark.parametrize(
+    ("question", "text", "answer", "red"),
+    [
+        # the page ranks the answer where the question asks for the top: red, and the model is not asked
+        ("What is the longest river in Africa?", "The Zambezi is the fourth-longest river in Africa.", "Zambezi", True),
+        (
+            "What is the largest planet?",
+            "Neptune is far out. It is the fourth largest planet by diameter.",
+            "Neptune",
+            True,
+        ),
+        ("Which is the largest ocean?", "The Atlantic is the second-largest of the world's oceans.", "Atlantic", True),
+        # the page also says the plain superlative, or the question asks for the rank: graded as usual
+        (
+            "What is the longest river?",
+            "The Nile is the longest river, the second-longest river by flow.",
+            "Nile",
+            False,
+        ),
+        ("Which is the second longest river?", "The Congo is the second-longest river in Africa.", "Congo", False),
+        (
+            "What is the largest planet?",
+            "Jupiter is the largest planet. Saturn is the second-largest planet.",
+            "Jupiter",
+            False,
+        ),
+    ],
+)
+def test_a_page_giving_a_rank_where_the_question_asks_for_the_top_is_red(question, text, answer, red) -> None:
+    grading = FakeGrading({answer: 0.8})
+    check = Grader(grading, weak=0.5, answered=0.9).grade(_reply(answer, "z1"), _page_hit("Page", text), question, 320)
+    assert check.supported is not red
+    assert len(grading.asked) == (0 if red else 1)
+    if red:
+        assert "not the top rank the question asks for" in check.note and check.support is None

@@ -37,11 +37,20 @@ from lab.records import command_line, write_json
 from lab.stats import auc_interval
 from raqa.config import AppConfig, RunForm
 from raqa.evaluation.metrics import is_positive
+from raqa.evaluation.questions import load_questions
 from raqa.evaluation.records import RESULTS_DIR, provenance
 from raqa.models.openai_stream import choice_probabilities
 from raqa.reading.agreement import agrees
 from raqa.reading.engine import prompt
-from raqa.reading.grader import GRADER_SYSTEM, YES_NO, grading_messages, mentions, yes_probability
+from raqa.reading.grader import (
+    GRADER_SYSTEM,
+    SUPERLATIVE,
+    YES_NO,
+    grading_messages,
+    mentions,
+    rank_contrast,
+    yes_probability,
+)
 from raqa.reading.prompts import parse_reply, shown_sentences
 from raqa.text import split_sentences
 
@@ -168,6 +177,25 @@ def summarise(rows: list[dict]) -> dict:
     return out
 
 
+def contrast_scan(service, split: str = "dev") -> dict:
+    """How often the rank-contrast rule (grader.rank_contrast) would turn a gold answer red on a page that mentions it:
+    for each NQ-open and TriviaQA question with a superlative, the first gold spelling each of BM25's top 15 pages
+    mentions. No model is asked."""
+    checked, flagged = 0, []
+    for dataset in ("nq", "triviaqa"):
+        for item in load_questions(dataset, split):
+            if not SUPERLATIVE.search(item.question):
+                continue
+            for hit in service.index.search(item.question, 15):
+                gold = next((g for g in item.answers[:3] if mentions(hit.page.text, g)), None)
+                if gold is None:
+                    continue
+                checked += 1
+                if contrast := rank_contrast(item.question, hit.page.text, gold):
+                    flagged.append({"question": item.question, "gold": gold, "page": hit.page.title, "says": contrast})
+    return {"gold_mentions_checked": checked, "turned_red": len(flagged), "cases": flagged}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m lab.evaluation.grader_probe", description=__doc__.split("\n")[0])
     parser.add_argument("--per-kind", type=int, default=16, help="readable questions a set (no-answer: half)")
@@ -175,9 +203,28 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=RESULT_FILE)
     parser.add_argument("--shots", type=int, help="the reader's worked examples (default: the page's)")
     parser.add_argument("--reader-only", action="store_true", help="read the windows, grade nothing")
+    parser.add_argument(
+        "--contrast-scan", action="store_true", help="only count the gold answers rank_contrast turns red"
+    )
     args = parser.parse_args(argv)
     from raqa.service import Service  # lazy: loads models
 
+    if args.contrast_scan:
+        service = Service.load(AppConfig.from_env(), progress=lambda m: print(m, file=sys.stderr), load_model=False)
+        out = args.out if args.out != RESULT_FILE else RESULTS_DIR / "rank-contrast.json"
+        command = command_line("lab.evaluation.grader_probe", contrast_scan=True)
+        data = "NQ-open and TriviaQA dev questions with a superlative; BM25's top 15 over the embedded lead sections"
+        write_json(
+            out,
+            {
+                "measurement": "rank contrast",
+                "command": command,
+                "data": data,
+                **provenance(),
+                "results": contrast_scan(service),
+            },
+        )
+        return 0
     service = Service.load(AppConfig.from_env(), progress=lambda m: print(m, file=sys.stderr))
     probe = Probe(service, args.shots, grade=not args.reader_only)
     rows_path = args.out.with_suffix(".rows.jsonl")
