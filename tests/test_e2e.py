@@ -273,7 +273,7 @@ def _the_examples_behave(tab, asked: dict[str, tuple[str, str]]) -> None:
     """Every example under the question box, with the page's defaults (the 1.5B reader, graded), and one fresh
     question. Every answerable example ends right (green or amber), the questions the corpus cannot answer end with
     Not found, nothing ends green (Answered) on a wrong answer, and the fresh question whose page calls the Atlantic
-    the *second* largest ocean never ends green. Questions in asked were run already: their outcomes are used."""
+    the *second* largest ocean never ends green, nor amber on the Atlantic. Questions in asked were run already: their outcomes are used."""
     import json
 
     from raqa.text import normalize_answer
@@ -301,9 +301,13 @@ def _the_examples_behave(tab, asked: dict[str, tuple[str, str]]) -> None:
     }
     assert not lies, f"Answered on a wrong answer: {lies}"
     assert all(outcomes[q][0] == "not_found" for q, answer in expected if answer is None), outcomes
-    assert outcomes["Which is the largest of Earth's oceans?"][0] != "answered", outcomes
-    solved = [q for q, a in expected if a and outcomes[q][0] in ("answered", "weak") and right(a, outcomes[q][1])]
-    assert len(solved) == len(examples["in_corpus"]), outcomes
+    ocean = outcomes["Which is the largest of Earth's oceans?"]
+    assert ocean[0] != "answered", outcomes
+    # the Atlantic page calls it the second-largest ocean: that answer is red (grader.rank_contrast), never the end
+    assert not (ocean[0] == "weak" and "atlantic" in ocean[1].lower()), outcomes
+    in_corpus = [(e["question"], e["answer"]) for e in examples["in_corpus"]]
+    solved = [q for q, a in in_corpus if outcomes[q][0] in ("answered", "weak") and right(a, outcomes[q][1])]
+    assert len(solved) == len(in_corpus), outcomes
     amber = tab.locator('.raqa-answer[data-verdict="weak"]')
     assert amber.count() >= 1 and "unsure" in amber.first.inner_text()
 
