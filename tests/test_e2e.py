@@ -273,7 +273,8 @@ def _the_examples_behave(tab, asked: dict[str, tuple[str, str]]) -> None:
     """Every example under the question box, with the page's defaults (the 1.5B reader, graded), and one fresh
     question. Every answerable example ends right (green or amber), the questions the corpus cannot answer end with
     Not found, nothing ends green (Answered) on a wrong answer, and the fresh question whose page calls the Atlantic
-    the *second* largest ocean never ends green, nor amber on the Atlantic. Questions in asked were run already: their outcomes are used."""
+    the *second* largest ocean never ends green, nor amber on the Atlantic. Questions in asked were run already:
+    their outcomes are used."""
     import json
 
     from raqa.text import normalize_answer

@@ -28,6 +28,7 @@ design choice, so it reads dev questions only).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 from pathlib import Path
@@ -101,8 +102,11 @@ class Probe:
         self.judge = AnswerJudge.load()
 
     def _ask(self, messages, max_tokens: int) -> dict:
-        request = {"messages": self.backend._defused(messages), "max_tokens": max_tokens, "temperature": 0}
-        return self.backend.server.handle_chat_completions({**request, "logprobs": True, "top_logprobs": 10})
+        return self.backend.server.handle_chat_completions(self.backend._request(messages, max_tokens, False))
+
+    @functools.lru_cache(maxsize=4)  # noqa: B019 (one Probe a process): a question's pages are read once
+    def _judged(self, question: str, hits: tuple) -> tuple:
+        return tuple(self.judge.read_ranked(question, hits))
 
     def p_yes(self, messages) -> float:
         return yes_probability(self.backend.first_token_probabilities(messages, YES_NO))
@@ -134,7 +138,7 @@ class Probe:
         row["claim"] = self.p_yes(claim_messages(question, answer, title, shown))
         asked = [*messages, {"role": "assistant", "content": reply.raw}, follow_up(hit.page.id, answer)]
         row["follow_up"] = self.p_yes(asked)
-        reading = self.judge.read_ranked(question, hits)[position]
+        reading = self._judged(question, hits)[position]
         agreed = bool(reading.answer) and agrees(answer, reading.answer)
         row["judge"] = (reading.support if reading.support is not None else reading.p_answer) if agreed else 0.0
         row["fresh+judge"] = row["fresh"] + row["judge"]

@@ -147,7 +147,8 @@ def rank_contrast(question: str, text: str, answer: str) -> str | None:
     superlative ("longest river"), or None: the contrastive case the grader model misses (it says yes to the Zambezi
     as Africa's longest river on a page calling it the fourth-longest). A sentence naming the answer that also says
     the plain superlative of the same noun ("the longest river in Africa and the second-longest river in the world")
-    makes it no contrast, and so does a question that asks for a rank itself ("the second longest river"). The sentence must name the answer, or start with a pronoun after one that does ("Neptune is ... It is the
+    makes it no contrast, and so does a question that asks for a rank itself ("the second longest river"). The
+    sentence must name the answer, or start with a pronoun after one that does ("Neptune is ... It is the
     fourth-largest").
 
     Example:
@@ -159,6 +160,11 @@ def rank_contrast(question: str, text: str, answer: str) -> str | None:
         True
     """
     sentences = split_sentences(text)
+    naming = [  # the sentences about the answer: those naming it, and "It is ..." right after one that does
+        sentence
+        for i, sentence in enumerate(sentences)
+        if mentions(sentence, answer) or (i > 0 and _PRONOUN.match(sentence) and mentions(sentences[i - 1], answer))
+    ]
     for match in SUPERLATIVE.finditer(question):
         if re.search(rf"\b{_ORDINAL}[\s-]+$", question[: match.start()], re.IGNORECASE):
             continue  # the question itself asks for a rank ("the second longest river")
@@ -166,10 +172,7 @@ def rank_contrast(question: str, text: str, answer: str) -> str | None:
         ranked = re.compile(rf"\b{_ORDINAL}[\s-]+{superlative}{_GAP}{noun}\w*", re.IGNORECASE)
         plain = re.compile(rf"(?<![\w-]){superlative}{_GAP}{noun}\w*", re.IGNORECASE)
         found, plain_said = None, False
-        for i, sentence in enumerate(sentences):
-            follows = i > 0 and _PRONOUN.match(sentence) and mentions(sentences[i - 1], answer)  # "It is the..."
-            if not (mentions(sentence, answer) or follows):
-                continue
+        for sentence in naming:
             ranked_here = ranked.search(sentence)
             found = found or ranked_here
             plain_said = plain_said or any(
