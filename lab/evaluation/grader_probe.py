@@ -42,18 +42,12 @@ from raqa.evaluation.questions import load_questions
 from raqa.evaluation.records import RESULTS_DIR, provenance
 from raqa.models.openai_stream import choice_probabilities
 from raqa.reading.agreement import agrees
+from raqa.reading.contrast import CAPITAL_OF, SUPERLATIVE, WORLDWIDE, contrast
 from raqa.reading.engine import prompt
-from raqa.reading.grader import (
-    GRADER_SYSTEM,
-    SUPERLATIVE,
-    YES_NO,
-    grading_messages,
-    mentions,
-    rank_contrast,
-    yes_probability,
-)
+from raqa.reading.grader import GRADER_SYSTEM, YES_NO, grading_messages, yes_probability
+from raqa.reading.grounding import mentions
 from raqa.reading.prompts import parse_reply, shown_sentences
-from raqa.text import split_sentences
+from raqa.text import restates_question, split_sentences
 
 RESULT_FILE = RESULTS_DIR / "grader-formulations.json"
 SIGNALS = ("fresh", "focused", "claim", "follow_up", "judge", "reader", "fresh+judge")
@@ -182,22 +176,38 @@ def summarise(rows: list[dict]) -> dict:
 
 
 def contrast_scan(service, split: str = "dev") -> dict:
-    """How often the rank-contrast rule (grader.rank_contrast) would turn a gold answer red on a page that mentions it:
-    for each NQ-open and TriviaQA question with a superlative, the first gold spelling each of BM25's top 15 pages
-    mentions. No model is asked."""
-    checked, flagged = 0, []
+    """How often the contrast rules (raqa/reading/contrast.py) would turn a gold answer red on a page that holds it:
+    for each NQ-open and TriviaQA question with a superlative or "capital of", the first gold spelling each of BM25's
+    top 15 pages contains as "readable" counts it (not one that only repeats the question, "Capital of Belarus", which
+    the grader refuses anyway). No model is asked. Every case listed is a gold answer turned red, even where its page
+    states it only by implication ("third-largest island ..., after Cuba")."""
+    checked, flagged = {"rank": 0, "scope": 0, "capital": 0}, []
     for dataset in ("nq", "triviaqa"):
         for item in load_questions(dataset, split):
-            if not SUPERLATIVE.search(item.question):
+            rules = [
+                r
+                for r, asks in (("rank", SUPERLATIVE), ("scope", WORLDWIDE), ("capital", CAPITAL_OF))
+                if asks.search(item.question)
+            ]
+            if not rules:
                 continue
             for hit in service.index.search(item.question, 15):
-                gold = next((g for g in item.answers[:3] if mentions(hit.page.text, g)), None)
+                # every spelling the page contains as "readable" counts it, less those that only repeat the question
+                spellings = [g for g in item.answers if not restates_question(g, item.question)]
+                gold = next((g for g in spellings if is_positive(hit.page.text, [g])), None)
                 if gold is None:
                     continue
-                checked += 1
-                if contrast := rank_contrast(item.question, hit.page.text, gold):
-                    flagged.append({"question": item.question, "gold": gold, "page": hit.page.title, "says": contrast})
-    return {"gold_mentions_checked": checked, "turned_red": len(flagged), "cases": flagged}
+                for rule in rules:
+                    checked[rule] += 1
+                if found := contrast(item.question, hit.page.text, gold):
+                    case = {"question": item.question, "gold": gold, "page": hit.page.title}
+                    flagged.append({**case, "rule": found.rule, "says": found.says})
+    turned = {rule: sum(1 for c in flagged if c["rule"] == rule) for rule in checked}
+    return {
+        "gold_mentions_checked": checked,
+        "turned_red": turned,
+        "cases": flagged,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -215,13 +225,13 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.contrast_scan:
         service = Service.load(AppConfig.from_env(), progress=lambda m: print(m, file=sys.stderr), load_model=False)
-        out = args.out if args.out != RESULT_FILE else RESULTS_DIR / "rank-contrast.json"
+        out = args.out if args.out != RESULT_FILE else RESULTS_DIR / "contrast-rules.json"
         command = command_line("lab.evaluation.grader_probe", contrast_scan=True)
-        data = "NQ-open and TriviaQA dev questions with a superlative; BM25's top 15 over the embedded lead sections"
+        data = 'NQ-open and TriviaQA dev questions with a superlative or "capital of"; BM25\'s top 15 over the embedded lead sections'
         write_json(
             out,
             {
-                "measurement": "rank contrast",
+                "measurement": "contrast rules",
                 "command": command,
                 "data": data,
                 **provenance(),

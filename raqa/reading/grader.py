@@ -27,17 +27,17 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from raqa.config import ASSETS_DIR
 from raqa.models.base import ModelError
 from raqa.reading import grounding
-from raqa.reading.grounding import Grounding
+from raqa.reading.contrast import contrast
+from raqa.reading.grounding import Grounding, mentions
 from raqa.reading.prompts import ParsedReply, shown_sentences
 from raqa.retrieval.index import Hit
-from raqa.text import normalize_for_matching, restates_question, split_sentences
+from raqa.text import restates_question
 
 GRADER_FILE = ASSETS_DIR / "grader" / "grader.json"
 # P(yes) from which an answer is at least Weak support when no calibration says otherwise: the grader leaning yes.
@@ -93,11 +93,8 @@ class Grader:
         if not mentions(f"{page.title} {text}", reply.answer):
             note = f"Page {page.id} does not mention {reply.answer!r}: the answer came from memory, not from the page."
             return Grounding(False, note, page.id)
-        contrast = rank_contrast(question, text, reply.answer)
-        if contrast:
-            note = f"Page {page.id} says {contrast!r}, not the top rank the question asks for: it does not state "
-            note += f"that {reply.answer!r} is the answer."
-            return Grounding(False, note, page.id)
+        if contrasted := contrast(question, text, reply.answer):
+            return Grounding(False, contrasted.note(page.id, reply.answer), page.id)
         asked = grading_messages(question, reply.answer, page.title, text)
         try:
             p_yes = yes_probability(self.backend.first_token_probabilities(asked, YES_NO))
@@ -113,75 +110,6 @@ class Grader:
         if weak:
             note += " Not sure enough to vouch for it: check it yourself."
         return Grounding(True, note, page.id, sentence, passage, p_yes, weak)
-
-
-def mentions(text: str, answer: str) -> bool:
-    """Whether the text mentions the answer at all: grounding's tolerant match, or most of the answer's words each
-    beginning a word of the text ("Dandelion" in "dandelions", "East" in "eastward"), so that only answers the page
-    never names are red without asking.
-
-    Example:
-        >>> mentions("Common dandelions grow in meadows.", "Dandelion"), mentions("A page about turtles.", "Leonardo")
-        (True, False)
-    """
-    if grounding.answer_in_text(answer, text):
-        return True
-    words = normalize_for_matching(answer).split()
-    present = normalize_for_matching(text).split()
-    begun = [w for w in words if len(w) >= 4 and any(p.startswith(w) for p in present)]
-    return bool(words) and len(begun) / len(words) >= grounding.MIN_ANSWER_OVERLAP
-
-
-SUPERLATIVE = re.compile(
-    r"\b(largest|biggest|longest|highest|tallest|smallest|shortest|deepest|oldest|youngest|busiest|richest|"
-    r"heaviest|fastest|most\s+populous)\s+(\w+)",
-    re.IGNORECASE,
-)
-_GAP = r"(?:\s+of\s+(?:[\w']+\s+){0,3}|\s+)"  # "largest ocean", or "largest of the world's five oceans"
-_PRONOUN = re.compile(r"(?:it|he|she|they|this)\b", re.IGNORECASE)
-_ORDINAL = r"(?:second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|\d+(?:st|nd|rd|th))"
-
-
-def rank_contrast(question: str, text: str, answer: str) -> str | None:
-    """The ranked phrase ("fourth-longest river") a sentence naming the answer uses where the question asks for the
-    superlative ("longest river"), or None: the contrastive case the grader model misses (it says yes to the Zambezi
-    as Africa's longest river on a page calling it the fourth-longest). A sentence naming the answer that also says
-    the plain superlative of the same noun ("the longest river in Africa and the second-longest river in the world")
-    makes it no contrast, and so does a question that asks for a rank itself ("the second longest river"). The
-    sentence must name the answer, or start with a pronoun after one that does ("Neptune is ... It is the
-    fourth-largest").
-
-    Example:
-        >>> rank_contrast("What is the longest river in Africa?", "The Zambezi is the fourth-longest river in "
-        ...               "Africa, the longest east-flowing river in Africa.", "The Zambezi")
-        'fourth-longest river'
-        >>> rank_contrast("What is the longest river in Africa?", "The Nile is the longest river in Africa and the "
-        ...               "second-longest river in the world.", "Nile") is None
-        True
-    """
-    sentences = split_sentences(text)
-    naming = [  # the sentences about the answer: those naming it, and "It is ..." right after one that does
-        sentence
-        for i, sentence in enumerate(sentences)
-        if mentions(sentence, answer) or (i > 0 and _PRONOUN.match(sentence) and mentions(sentences[i - 1], answer))
-    ]
-    for match in SUPERLATIVE.finditer(question):
-        if re.search(rf"\b{_ORDINAL}[\s-]+$", question[: match.start()], re.IGNORECASE):
-            continue  # the question itself asks for a rank ("the second longest river")
-        superlative, noun = re.sub(r"\s+", r"\\s+", match.group(1)), re.escape(match.group(2))
-        ranked = re.compile(rf"\b{_ORDINAL}[\s-]+{superlative}{_GAP}{noun}\w*", re.IGNORECASE)
-        plain = re.compile(rf"(?<![\w-]){superlative}{_GAP}{noun}\w*", re.IGNORECASE)
-        found, plain_said = None, False
-        for sentence in naming:
-            ranked_here = ranked.search(sentence)
-            found = found or ranked_here
-            plain_said = plain_said or any(
-                ranked_here is None or not (ranked_here.start() <= m.start() < ranked_here.end())
-                for m in plain.finditer(sentence)
-            )
-        if found and not plain_said:
-            return found.group(0)
-    return None
 
 
 def yes_probability(probabilities: dict[str, float] | None) -> float:

@@ -133,3 +133,20 @@ def check(reply: ParsedReply, window: Sequence[Hit], question: str) -> Grounding
         page.id,
         cited + 1 if cited is not None else None,
     )
+
+
+def mentions(text: str, answer: str) -> bool:
+    """Whether the text mentions the answer at all: grounding's tolerant match, or most of the answer's words each
+    beginning a word of the text ("Dandelion" in "dandelions", "East" in "eastward"), so that only answers the page
+    never names are red without asking.
+
+    Example:
+        >>> mentions("Common dandelions grow in meadows.", "Dandelion"), mentions("A page about turtles.", "Leonardo")
+        (True, False)
+    """
+    if answer_in_text(answer, text):
+        return True
+    words = normalize_for_matching(answer).split()
+    present = normalize_for_matching(text).split()
+    begun = [w for w in words if len(w) >= 4 and any(p.startswith(w) for p in present)]
+    return bool(words) and len(begun) / len(words) >= MIN_ANSWER_OVERLAP

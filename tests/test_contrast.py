@@ -1,0 +1,108 @@
+"""The contrast rules: a page that names the answer for something other than what the question asks makes the answer
+red before the grader model is asked (raqa/reading/contrast.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from raqa.reading.contrast import contrast
+
+KILIMANJARO = (
+    "Mount Kilimanjaro is a large dormant volcano in Tanzania. It is the highest mountain in Africa and the highest "
+    "free-standing mountain above sea level in the world, at 5,895 m above sea level."
+)
+MELBOURNE = (
+    "Melbourne is the capital and most populous city of the Australian state of Victoria and the second-most "
+    "populous city in Australia."
+)
+
+
+@pytest.mark.parametrize(
+    ("question", "text", "answer", "rule"),
+    [
+        # asked of the world, said only of a place: red
+        ("What is the tallest mountain in the world?", KILIMANJARO, "Mount Kilimanjaro", "scope"),
+        (
+            "What is the tallest mountain in the world?",
+            "Mount Elbrus is the highest mountain in Russia.",
+            "Elbrus",
+            "scope",
+        ),
+        (
+            "What is the tallest mountain in the world?",
+            "Aconcagua is a mountain in the Andes. With a summit of 6,961 metres, it is the highest mountain in the "
+            "Americas.",
+            "Aconcagua",
+            "scope",
+        ),
+        (
+            "Which is the biggest lake on Earth?",
+            "Lake Victoria is Africa's largest lake by area.",
+            "Lake Victoria",
+            "scope",
+        ),
+        # said of the world too, with no place, or asked of the place itself: no contrast
+        ("What is the tallest mountain in the world?", "Mount Everest is Earth's highest mountain.", "Everest", None),
+        (
+            "What is the highest mountain in the world?",
+            "Everest is Asia's highest mountain and the highest mountain on Earth.",
+            "Everest",
+            None,
+        ),
+        ("What is the highest mountain in Africa?", KILIMANJARO, "Mount Kilimanjaro", None),
+        (
+            "Which is the largest desert in the world?",
+            "The Sahara is a desert. It is the largest hot desert.",
+            "Sahara",
+            None,
+        ),
+        (
+            "Which is the fifth largest country in the world?",
+            "Brazil is the largest country in South America.",
+            "Brazil",
+            None,
+        ),
+        # the capital of another place: red
+        ("What is the capital of Australia?", MELBOURNE, "Melbourne", "capital"),
+        (
+            "What is the capital of Australia?",
+            "Adelaide is the capital and largest city of South Australia.",
+            "Adelaide",
+            "capital",
+        ),
+        # the capital of the place asked, or the answer named as the capital: no contrast
+        ("What is the capital of Australia?", "Canberra is the capital city of Australia.", "Canberra", None),
+        (
+            "What is the capital of the United States?",
+            "Washington, D.C. is the capital city and federal district of the United States.",
+            "Washington, D.C.",
+            None,
+        ),
+        ("What is the capital of Fiji?", "Most Fijians live on the coasts, in the capital city of Suva.", "Suva", None),
+        (
+            "What is the capital of Kenya?",
+            "Mombasa is a city in Kenya. It was the first capital of British East Africa, before Nairobi was made the "
+            "capital in 1907. It now serves as the capital of Mombasa County.",
+            "Nairobi",
+            None,
+        ),
+        # a lower rank than asked: red; the plain superlative said too: no contrast
+        (
+            "What is the longest river in Africa?",
+            "The Zambezi is the fourth-longest river in Africa.",
+            "Zambezi",
+            "rank",
+        ),
+        (
+            "What is the longest river?",
+            "The Nile is the longest river, the second-longest river by flow.",
+            "Nile",
+            None,
+        ),
+    ],
+)
+def test_a_page_naming_the_answer_for_something_else_is_a_contrast(question, text, answer, rule) -> None:
+    found = contrast(question, text, answer)
+    assert (found.rule if found else None) == rule
+    if found:
+        assert found.says in text and found.says in found.note("z1", answer)
