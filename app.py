@@ -40,7 +40,7 @@ if __name__ == "__main__":
     from raqa.web.app import launch
 
     try:
-        service = Service.load(AppConfig.from_env())
+        service = Service.load(AppConfig.from_env(), defer_small=True)  # the page is up before the small model
     except (CorpusError, ModelError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)

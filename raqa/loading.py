@@ -18,7 +18,7 @@ from raqa.models.endpoint import EndpointBackend
 from raqa.models.endpoints_file import READER_PREFIX, EndpointConfigError, load_endpoints
 from raqa.models.gguf_parts import QWEN_1P5B, part_files
 from raqa.models.llamacpp import LlamaCppBackend
-from raqa.models.local import TransformersBackend
+from raqa.models.local import EMBEDDED_MODEL_NAME, TransformersBackend
 from raqa.models.torch_thread import one_pool
 from raqa.reading.judge import CARD_FILE as JUDGE_CARD
 from raqa.reading.judge import JUDGE_DIR, AnswerJudge
@@ -82,9 +82,47 @@ class Lazy(Generic[T]):
         return self._value
 
 
-def load_service(cls, config: AppConfig, progress: Progress, backend: Backend | None, load_model: bool):
+class DeferredBackend:
+    """The small model, standing in by its name until it is loaded: by a thread the page starts once it is built
+    (web/app.py launch), or by the first run that needs it sooner (which then waits for it). So `python app.py` serves the page
+    without first paying the 7 s of transformers and SmolLM2 that the 1.5B's visitors never use. Every attribute but
+    the name and what the page asks before anyone reads (can_score, shares_passes) is the loaded backend's."""
+
+    can_score = True  # the small model is on this machine (attribution needs it)
+
+    def __init__(self, load: Callable[[], Backend], name: str, shares_passes: bool):
+        self._backend = Lazy(load)
+        self.name, self.shares_passes = name, shares_passes  # shares_passes: it will have a batcher
+
+    def resolve(self) -> Backend:
+        """The backend, loaded now if no one has yet."""
+        return self._backend.get()
+
+    def load_in_background(self) -> None:
+        threading.Thread(target=self.resolve, name="raqa-load-small-model", daemon=True).start()
+
+    def __getattr__(self, attribute: str):
+        return getattr(self.resolve(), attribute)
+
+
+def resolved(backend: Backend | DeferredBackend | None) -> Backend | None:
+    """The backend itself: a deferred one loaded (now, if it was not yet)."""
+    return backend.resolve() if isinstance(backend, DeferredBackend) else backend
+
+
+def shares_passes(backend: Backend | DeferredBackend | None) -> bool:
+    """Whether the model packs several runs' forward passes together (it has a batcher), asked without loading it."""
+    if isinstance(backend, DeferredBackend):
+        return backend.shares_passes
+    return getattr(backend, "batcher", None) is not None
+
+
+def load_service(
+    cls, config: AppConfig, progress: Progress, backend: Backend | None, load_model: bool = True, defer_small=False
+):
     """A service of class cls with corpus, index and the base model (or the given backend) loaded; the readers,
-    servers, judge and When-to-retrieve adapters registered. Raises CorpusError or ModelError."""
+    servers, judge and When-to-retrieve adapters registered. Raises CorpusError or ModelError. With defer_small
+    (the page), the embedded small model is a DeferredBackend when the 1.5B is the default reader."""
     timings: dict[str, float] = {}
     if backend is None and load_model:
         TransformersBackend.check_paths(config.model, config.adapter)  # before anything is cached
@@ -100,9 +138,7 @@ def load_service(cls, config: AppConfig, progress: Progress, backend: Backend | 
     start = time.perf_counter()
     service = cls(config, pages, index, backend, corpus_name(config.corpus), timings)
     if backend is None and load_model:
-        service.backend = TransformersBackend.load(
-            config.model, config.adapter, config.cache_dir, progress, config.speed
-        )
+        service.backend = _small_model(config, progress, defer_small and _defers(config))
         if config.model is None and config.adapter is None:  # the shipped adapters fit the embedded model only
             _register_readers(service, progress)
             _register_adapt_model(service, progress)
@@ -125,6 +161,23 @@ def load_service(cls, config: AppConfig, progress: Progress, backend: Backend | 
     service.popularity = load_popularity(config.popqa) if config.popqa else {}
     progress(f"Ready: {len(pages):,} pages, model {service.backend.name if service.backend else 'not loaded'}")
     return service
+
+
+def _small_model(config: AppConfig, progress: Progress, defer: bool) -> Backend | DeferredBackend:
+    """The base reader's model (the small one): loaded now, or deferred (see DeferredBackend)."""
+
+    def load() -> Backend:
+        return TransformersBackend.load(config.model, config.adapter, config.cache_dir, progress, config.speed)
+
+    if not defer:
+        return load()
+    return DeferredBackend(load, EMBEDDED_MODEL_NAME, config.speed.lean_forward and config.speed.batching)
+
+
+def _defers(config: AppConfig) -> bool:
+    """Whether the small model can wait: it is the embedded one and the 1.5B, the default reader, can be offered."""
+    default = config.reader in (None, GRADED_READER.name)
+    return config.model is None and config.adapter is None and default and _graded_reader_missing() is None
 
 
 def _register_readers(service, progress: Progress) -> None:
@@ -158,25 +211,32 @@ def _register_judge(service, progress: Progress) -> None:
 def _register_graded_reader(service, progress: Progress) -> None:
     """The 1.5B reader in llama.cpp, when xllamacpp and the model's parts are installed; loaded now when it is the
     page's default (the first visitor should not wait for it), else when a visitor first chooses it."""
-    if importlib.util.find_spec("xllamacpp") is None:
-        progress("The 1.5B reader is not offered: llama.cpp is not installed (pip install -r requirements.txt)")
-        return
-    try:
-        part_files(QWEN_1P5B)
-    except ModelError as e:
-        progress(f"The 1.5B reader is not offered: {e}")
+    if missing := _graded_reader_missing():
+        progress(f"The 1.5B reader is not offered: {missing}")
         return
     cache_dir = service.config.cache_dir
     service.readers = {GRADED_READER.name: GRADED_READER, **(service.readers or {BASE_READER.name: BASE_READER})}
     service.backends[GRADED_READER.name] = Lazy(lambda: LlamaCppBackend.load(cache_dir=cache_dir, progress=progress))
 
 
+def _graded_reader_missing() -> str | None:
+    """Why the 1.5B reader cannot be offered here, or None when it can."""
+    if importlib.util.find_spec("xllamacpp") is None:
+        return "llama.cpp is not installed (pip install -r requirements.txt)"
+    try:
+        part_files(QWEN_1P5B)
+    except ModelError as e:
+        return str(e)
+    return None
+
+
 def _register_adapt_model(service, progress: Progress) -> None:
     """The Adapt-LLM adapters on a copy of the embedded model, when they are shipped."""
     base = service.backend
-    if isinstance(base, TransformersBackend) and (ADAPT_DIR / "adapt" / "adapter_config.json").is_file():
+    small = isinstance(base, (TransformersBackend, DeferredBackend))
+    if small and (ADAPT_DIR / "adapt" / "adapter_config.json").is_file():
         cache_dir = service.config.cache_dir
-        service.adapt = Lazy(lambda: load_adapt_model(cache_dir, ADAPT_DIR, progress, base=base))
+        service.adapt = Lazy(lambda: load_adapt_model(cache_dir, ADAPT_DIR, progress, base=resolved(base)))
 
 
 def _default_first(readers: dict[str, Reader], configured: str | None) -> dict[str, Reader]:

@@ -21,7 +21,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
 from raqa.config import AppConfig, RunForm, RunSettings, SettingsError, SpeedOptions, clean_question, validate_settings
-from raqa.loading import Lazy, Progress, load_service
+from raqa.loading import Lazy, Progress, load_service, resolved, shares_passes
 from raqa.models.base import Backend, ModelError
 from raqa.models.local import TransformersBackend
 from raqa.reading.engine import run
@@ -86,12 +86,13 @@ class Service:
 
     @property
     def concurrent_runs(self) -> int:
-        return CONCURRENT_RUNS if getattr(self.backend, "batcher", None) is not None else 1
+        return CONCURRENT_RUNS if shares_passes(self.backend) else 1
 
     def with_speed(self, speed: SpeedOptions) -> Service:
         """This service with its base model computing under other speed options (the load test's off and on); the
         weights, index and pages are shared, not copied. Readers with their own adapter keep the default options."""
-        backend = self.backend.with_speed(speed) if isinstance(self.backend, TransformersBackend) else self.backend
+        small = resolved(self.backend)
+        backend = small.with_speed(speed) if isinstance(small, TransformersBackend) else small
         config = replace(self.config, speed=speed)
         return replace(self, config=config, backend=backend)
 
@@ -191,9 +192,8 @@ class Service:
 
     # -- loading ---------------------------------------------------------------------------------------
     @classmethod
-    def load(
-        cls, config: AppConfig, progress: Progress = print, backend: Backend | None = None, load_model: bool = True
-    ) -> Service:
+    def load(cls, config: AppConfig, progress: Progress = print, backend: Backend | None = None, **options) -> Service:
         """Load corpus, index and the base model (or use the given backend); raises CorpusError or ModelError.
-        Trained readers, model servers, the judge and the When-to-retrieve adapters are registered, not loaded."""
-        return load_service(cls, config, progress, backend, load_model)
+        Trained readers, model servers, the judge and the When-to-retrieve adapters are registered, not loaded.
+        options: load_model=False (retrieval only), defer_small=True (the page; loading.DeferredBackend)."""
+        return load_service(cls, config, progress, backend, **options)

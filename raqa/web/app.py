@@ -13,6 +13,7 @@ from pathlib import Path
 import gradio as gr
 
 from raqa.config import ASSETS_DIR, RunSettings
+from raqa.loading import DeferredBackend
 from raqa.reading.events import RunFailed, to_json
 from raqa.service import Service
 from raqa.web.ask_layout import ask_view
@@ -97,4 +98,7 @@ def run_events_api(service: Service, gate: VisitorGate | None) -> None:
 
 def launch(service: Service, **kwargs) -> None:
     css = (ASSETS_DIR / "style.css").read_text(encoding="utf-8")
-    build_demo(service).launch(css=css, theme=gr.themes.Soft(), **kwargs)
+    demo = build_demo(service)
+    if isinstance(service.backend, DeferredBackend):
+        service.backend.load_in_background()  # the page is built: the small model loads while the server starts
+    demo.launch(css=css, theme=gr.themes.Soft(), **kwargs)

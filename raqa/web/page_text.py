@@ -39,9 +39,9 @@ def grader_legend(calibration: dict | None) -> str:
         f'<span class="raqa-badge raqa-weak">Weak support</span> the grader says yes (P(yes) from {weak:.2f}) but not '
         f"surely: on dev questions such answers were right {esc(_rate(dev.get('weak_precision', {})))}; "
         '<span class="raqa-badge raqa-unsupported">Unsupported</span> the cited page does not mention the answer '
-        '(it came from the model\'s memory), names it for something other than what was asked (a lower rank, '
+        "(it came from the model's memory), names it for something other than what was asked (a lower rank, "
         '"fourth-longest" for "longest"; a place, "highest in Africa" for "in the world"; the capital of another '
-        'place), or the grader says the page does not state it; the run reads on. '
+        "place), or the grader says the page does not state it; the run reads on. "
         "Answered says the page supports the answer, not that the answer is true.</div>"
     )
 
