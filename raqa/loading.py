@@ -6,6 +6,7 @@ when a run first needs it. So `python -m raqa ask` on the base model pays for th
 from __future__ import annotations
 
 import importlib.util
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -20,6 +21,7 @@ from raqa.models.gguf_parts import QWEN_1P5B, part_files
 from raqa.models.llamacpp import LlamaCppBackend
 from raqa.models.local import EMBEDDED_MODEL_NAME, TransformersBackend
 from raqa.models.torch_thread import one_pool
+from raqa.reading.engine import warm_up
 from raqa.reading.judge import CARD_FILE as JUDGE_CARD
 from raqa.reading.judge import JUDGE_DIR, AnswerJudge
 from raqa.reading.readers import (
@@ -83,26 +85,47 @@ class Lazy(Generic[T]):
 
 
 class DeferredBackend:
-    """The small model, standing in by its name until it is loaded: by a thread the page starts once it is built
-    (web/app.py launch), or by the first run that needs it sooner (which then waits for it). So `python app.py` serves the page
+    """The small model, standing in by its name until it is loaded: by the thread the page starts once it is built
+    (`after_start`), or by the first run that needs it sooner (which then waits for it). So `python app.py` serves the page
     without first paying the 7 s of transformers and SmolLM2 that the 1.5B's visitors never use. Every attribute but
     the name and what the page asks before anyone reads (can_score, shares_passes) is the loaded backend's."""
 
     can_score = True  # the small model is on this machine (attribution needs it)
 
     def __init__(self, load: Callable[[], Backend], name: str, shares_passes: bool):
-        self._backend = Lazy(load)
+        self._backend, self._error = Lazy(load), None
         self.name, self.shares_passes = name, shares_passes  # shares_passes: it will have a batcher
 
-    def resolve(self) -> Backend:
-        """The backend, loaded now if no one has yet."""
-        return self._backend.get()
+    @property
+    def loaded(self) -> bool:
+        return self._backend.loaded is not None
 
-    def load_in_background(self) -> None:
-        threading.Thread(target=self.resolve, name="raqa-load-small-model", daemon=True).start()
+    def resolve(self) -> Backend:
+        """The backend, loaded now if no one has yet; a load that failed raises its ModelError again, untried."""
+        if self._error is not None:
+            raise self._error
+        try:
+            return self._backend.get()
+        except ModelError as e:
+            self._error = e
+            raise
 
     def __getattr__(self, attribute: str):
+        if attribute.startswith("_"):  # not the backend's: copy and pickle probe these before __init__ has run
+            raise AttributeError(attribute)
         return getattr(self.resolve(), attribute)
+
+
+def after_start(service) -> None:
+    """What the page does in the background once it is built: the default reader's fixed prompts read once (when it is
+    the graded 1.5B: engine.warm_up), then the deferred small model loaded."""
+    reader, backend = service.reader()
+    if reader.graded:
+        warm_up(backend, reader.settings(RunSettings()))
+    try:
+        resolved(service.backend)
+    except ModelError as e:  # the runs that need it say so; the 1.5B's runs go on
+        print(f"The small model could not be loaded: {e}", file=sys.stderr)
 
 
 def resolved(backend: Backend | DeferredBackend | None) -> Backend | None:

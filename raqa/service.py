@@ -165,12 +165,13 @@ class Service:
         """The line of runs for backend (made on its first run)."""
         with self._lines_lock:
             if id(backend) not in self.lines:
-                self.lines[id(backend)] = new_line(backend, CONCURRENT_RUNS)
+                self.lines[id(backend)] = new_line(backend, CONCURRENT_RUNS, shares_passes(backend))
             return self.lines[id(backend)]
 
     def small_model_offer(self) -> str | None:
         """The small model's reader, offered to a run waiting long for another model, when it would read soon."""
-        if self.backend is None or BASE_READER.name not in self.reader_names():
+        small = self.backend  # a deferred small model not loaded yet would not read soon
+        if small is None or not getattr(small, "loaded", True) or BASE_READER.name not in self.reader_names():
             return None
         return BASE_READER.label if self.line(self.backend).wait_s() < OFFER_AFTER_S else None
 
@@ -193,7 +194,6 @@ class Service:
     # -- loading ---------------------------------------------------------------------------------------
     @classmethod
     def load(cls, config: AppConfig, progress: Progress = print, backend: Backend | None = None, **options) -> Service:
-        """Load corpus, index and the base model (or use the given backend); raises CorpusError or ModelError.
-        Trained readers, model servers, the judge and the When-to-retrieve adapters are registered, not loaded.
-        options: load_model=False (retrieval only), defer_small=True (the page; loading.DeferredBackend)."""
+        """Load corpus, index and the base model (or use the given backend; options: load_model=False, defer_small=True
+        for the page, loading.DeferredBackend); readers, servers, judge and adapters are registered, not loaded."""
         return load_service(cls, config, progress, backend, **options)

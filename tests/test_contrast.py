@@ -42,6 +42,30 @@ MELBOURNE = (
             "scope",
         ),
         # said of the world too, with no place, or asked of the place itself: no contrast
+        (
+            "Which is the longest river in the world?",
+            "The Nile is the longest river in Africa and the world.",
+            "Nile",
+            None,
+        ),
+        (
+            "What is the tallest building in the world?",
+            "Burj Khalifa is the tallest building in the Middle East, the tallest in the world.",
+            "Burj Khalifa",
+            None,
+        ),
+        (
+            "What is the tallest mountain in the world?",
+            "Mount Everest lies between Nepal and China. It is the highest mountain in Nepal. It is also the highest mountain in the world.",
+            "Mount Everest",
+            None,
+        ),
+        (
+            "What was the largest naval battle in World War II?",
+            "The Battle of Leyte Gulf was the largest naval battle of World War II.",
+            "Battle of Leyte Gulf",
+            None,
+        ),
         ("What is the tallest mountain in the world?", "Mount Everest is Earth's highest mountain.", "Everest", None),
         (
             "What is the highest mountain in the world?",
@@ -62,14 +86,46 @@ MELBOURNE = (
             "Brazil",
             None,
         ),
-        # the capital of another place: red
+        # the capital of a region of another place: red; of another place, not said to be a region: left to the grader
         ("What is the capital of Australia?", MELBOURNE, "Melbourne", "capital"),
         (
             "What is the capital of Australia?",
             "Adelaide is the capital and largest city of South Australia.",
             "Adelaide",
-            "capital",
+            None,
         ),
+        # correct answers whose sentences also name a region, another city's capital or a place differently
+        (
+            "What is the capital of Canada?",
+            "Ottawa is the capital city of Canada, located in the province of Ontario.",
+            "Ottawa",
+            None,
+        ),
+        (
+            "What is the capital of Bolivia?",
+            "Sucre is the constitutional capital of Bolivia, the capital of the department of Chuquisaca.",
+            "Sucre",
+            None,
+        ),
+        (
+            "What is the capital of Australia?",
+            "Canberra was chosen as a compromise between Sydney and Melbourne, the capital of the state of Victoria.",
+            "Canberra",
+            None,
+        ),
+        (
+            "What is the capital of Australia?",
+            "Australia's capital is Canberra, and Sydney is the capital of the state of New South Wales.",
+            "Canberra",
+            None,
+        ),
+        (
+            "What is the capital of the Canadian province of Ontario?",
+            "Toronto is the capital city of the Canadian province of Ontario.",
+            "Toronto",
+            None,
+        ),
+        ("What is the capital of the Netherlands?", "Amsterdam is the capital of The Netherlands.", "Amsterdam", None),
         # the capital of the place asked, or the answer named as the capital: no contrast
         ("What is the capital of Australia?", "Canberra is the capital city of Australia.", "Canberra", None),
         (

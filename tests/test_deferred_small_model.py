@@ -42,7 +42,7 @@ def test_it_stands_in_by_its_name_and_loads_once_on_first_use() -> None:
 def test_runs_that_need_it_while_the_page_loads_it_wait_for_that_one_load() -> None:
     loads: list = []
     small = _deferred(loads, seconds=0.3)
-    small.load_in_background()
+    threading.Thread(target=small.resolve, daemon=True).start()  # as the page's after_start does
     got = []
     askers = [threading.Thread(target=lambda: got.append(small.count_tokens("a b c"))) for _ in range(4)]
     for asker in askers:
@@ -69,3 +69,31 @@ def test_the_page_queue_is_sized_before_the_small_model_loads(tiny_pages, tiny_i
 )
 def test_only_the_embedded_small_model_behind_the_1p5b_is_deferred(settings, defers) -> None:
     assert _defers(AppConfig(**settings)) is defers
+
+
+def test_a_failed_load_is_tried_once_and_its_error_told_again() -> None:
+    from raqa.models.base import ModelError
+
+    tries: list = []
+
+    def broken():
+        tries.append(1)
+        raise ModelError("no weights")
+
+    small = DeferredBackend(broken, "small", shares_passes=True)
+    for _ in range(3):
+        with pytest.raises(ModelError, match="no weights"):
+            small.count_tokens("x")
+    assert tries == [1] and not small.loaded
+
+
+def test_a_line_and_the_offer_do_not_wait_for_the_small_model(tiny_pages, tiny_index) -> None:
+    import copy
+
+    loads: list = []
+    service = Service(AppConfig(), tiny_pages, tiny_index, _deferred(loads), "tiny", {})
+    line = service.line(service.backend)
+    assert line.capacity == CONCURRENT_RUNS and line.model == "small"
+    assert service.small_model_offer() is None and loads == []  # not loaded: it would not read soon
+    copy.copy(service.backend)  # no endless __getattr__
+    assert loads == []

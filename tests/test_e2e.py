@@ -304,7 +304,7 @@ def _the_examples_behave(tab, asked: dict[str, tuple[str, str]]) -> None:
     assert all(outcomes[q][0] == "not_found" for q, answer in expected if answer is None), outcomes
     ocean = outcomes["Which is the largest of Earth's oceans?"]
     assert ocean[0] != "answered", outcomes
-    # the Atlantic page calls it the second-largest ocean: that answer is red (grader.rank_contrast), never the end
+    # the Atlantic page calls it the second-largest ocean: that answer is red (reading/contrast.py), never the end
     assert not (ocean[0] == "weak" and "atlantic" in ocean[1].lower()), outcomes
     in_corpus = [(e["question"], e["answer"]) for e in examples["in_corpus"]]
     solved = [q for q, a in in_corpus if outcomes[q][0] in ("answered", "weak") and right(a, outcomes[q][1])]

@@ -218,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--shots", type=int, help="the reader's worked examples (default: the page's)")
     parser.add_argument("--reader-only", action="store_true", help="read the windows, grade nothing")
     parser.add_argument(
-        "--contrast-scan", action="store_true", help="only count the gold answers rank_contrast turns red"
+        "--contrast-scan", action="store_true", help="only count the gold answers the contrast rules turn red"
     )
     args = parser.parse_args(argv)
     from raqa.service import Service  # lazy: loads models

@@ -34,7 +34,10 @@ _GAP = r"(?:\s+of\s+(?:[\w']+\s+){0,3}|\s+)"  # "largest ocean", or "largest of 
 _PRONOUN = re.compile(r"(?:it|he|she|they|this)\b|.*,\s+(?:it|he|she)\s+(?:is|was)\b", re.IGNORECASE)
 _ORDINAL = r"(?:second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|\d+(?:st|nd|rd|th))"
 _PLACE = r"((?:[A-Z][\w'-]*)(?:\s+(?:of\s+)?[A-Z][\w'-]*)*)"  # "Africa", "New South Wales", "Republic of Peru"
-_WORLD_WORDS = r"(?:world|earth|planet|globe)"
+# "the world", not "World War II" or "the World Cup" (a question about those is not asked of the world)
+_WORLD_WORDS = (
+    r"(?:world(?![\s-]+(?:war|cup|series|championships?|heritage|bank|health|trade|record|tour)\b)|earth|planet|globe)"
+)
 WORLDWIDE = re.compile(rf"\b(?:in|on|of)\s+(?:the\s+)?{_WORLD_WORDS}\b|\b{_WORLD_WORDS}'s\b", re.IGNORECASE)
 CAPITAL_OF = re.compile(rf"\bcapital(?:\s+city)?\s+of\s+(?:the\s+)?{_PLACE}")
 _REGION = r"(?:state|province|region|territory|county|department|prefecture|oblast|canton|emirate|governorate)"
@@ -62,23 +65,36 @@ def contrast(question: str, text: str, answer: str) -> Contrast | None:
         >>> contrast("What is the tallest mountain in the world?", "Mount Kilimanjaro is a volcano. It is the "
         ...          "highest mountain in Africa.", "Mount Kilimanjaro")
         Contrast(rule='scope', says='highest mountain in Africa')
+        >>> contrast("What is the longest river in Africa?", "The Zambezi is the fourth-longest river in Africa, the "
+        ...          "longest east-flowing river in Africa.", "The Zambezi")
+        Contrast(rule='rank', says='fourth-longest river')
+        >>> contrast("What is the longest river in Africa?", "The Nile is the longest river in Africa and the "
+        ...          "second-longest river in the world.", "Nile") is None
+        True
     """
-    naming = sentences_about(text, answer)
-    for rule, find in (("rank", _rank), ("scope", _scope), ("capital", _capital)):
-        if says := find(question, naming, answer):
+    about = _about(text, answer)
+    naming = [sentence for sentence, _ in about]
+    for rule, says in (
+        ("rank", _rank(question, naming, answer)),
+        ("scope", _scope(question, naming, answer)),
+        ("capital", _capital(question, about)),
+    ):
+        if says:
             return Contrast(rule, says)
     return None
 
 
-def sentences_about(text: str, answer: str) -> list[str]:
-    """The sentences naming the answer, and "It is ..." right after one that opens with it ("Neptune is ... It is
-    the fourth-largest"; not "... before Nairobi became the capital. It now serves as ...", which is about Mombasa)."""
-    sentences = split_sentences(text)
-    return [
-        sentence
-        for i, sentence in enumerate(sentences)
-        if mentions(sentence, answer) or (i > 0 and _PRONOUN.match(sentence) and _is_subject(answer, sentences[i - 1]))
-    ]
+def _about(text: str, answer: str) -> list[tuple[str, bool]]:
+    """The sentences naming the answer, and "It is ..." right after one that opens with it or after such a sentence
+    ("Neptune is ... It is the fourth-largest"; not "... before Nairobi became the capital. It now serves as ...",
+    which is about Mombasa), each with whether the answer is its subject (it opens with it, or continues "It ...")."""
+    about, subject = [], False
+    for sentence in split_sentences(text):
+        continues = subject and bool(_PRONOUN.match(sentence))
+        subject = continues or _is_subject(answer, sentence)
+        if continues or mentions(sentence, answer):
+            about.append((sentence, subject))
+    return about
 
 
 def _is_subject(answer: str, sentence: str) -> bool:
@@ -86,24 +102,10 @@ def _is_subject(answer: str, sentence: str) -> bool:
     return mentions(sentence[: len(answer) + 12], answer)
 
 
-def rank_contrast(question: str, text: str, answer: str) -> str | None:
-    """The ranked phrase ("fourth-longest river") a sentence naming the answer uses where the question asks for the
-    superlative ("longest river"), or None. A sentence naming the answer that also says the plain superlative of the
-    same noun ("the longest river in Africa and the second-longest river in the world") makes it no contrast, and so
-    does a question that asks for a rank itself ("the second longest river").
-
-    Example:
-        >>> rank_contrast("What is the longest river in Africa?", "The Zambezi is the fourth-longest river in "
-        ...               "Africa, the longest east-flowing river in Africa.", "The Zambezi")
-        'fourth-longest river'
-        >>> rank_contrast("What is the longest river in Africa?", "The Nile is the longest river in Africa and the "
-        ...               "second-longest river in the world.", "Nile") is None
-        True
-    """
-    return _rank(question, sentences_about(text, answer), answer)
-
-
 def _rank(question: str, naming: list[str], answer: str) -> str | None:
+    """The ranked phrase ("fourth-longest river") a sentence about the answer uses where the question asks for the
+    superlative ("longest river"); a sentence also saying the plain superlative of the same noun makes it no contrast,
+    and so does a question asking for a rank itself ("the second longest river")."""
     for match in SUPERLATIVE.finditer(question):
         if _asks_for_rank(question, match):
             continue
@@ -140,15 +142,21 @@ def _scope(question: str, naming: list[str], answer: str) -> str | None:
         top = _SAME_TOP.get(word, re.sub(r"\s+", r"\\s+", word))
         phrase = rf"(?i:(?<![\w-]){top}{_GAP}{re.escape(match.group(2))}\w*)"
         after = re.compile(rf"{phrase}(?:\s+(?!in\b|on\b|of\b)[\w-]+){{0,3}}?\s+(?:in|on|of)\s+(?:the\s+)?{_PLACE}")
-        before = re.compile(rf"{_PLACE}'s?\s+(?:[\w-]+\s+){{0,2}}?{phrase}")
+        # "the tallest in the world", "... in Africa and the world": the page says it of the world too
+        of_world = re.compile(
+            rf"(?i:(?<![\w-]){top})(?:\s+[\w-]+){{0,2}}?\s+(?:in|on|of)\s+(?:the\s+)?{_WORLD_WORDS}\b"
+            rf"|{phrase}[^,;.]{{0,40}}?\b(?:and|or)\s+(?:(?:in|of)\s+)?(?:the\s+)?{_WORLD_WORDS}\b"
+        )
         scoped, elsewhere = None, False
         for sentence in naming:
+            elsewhere = elsewhere or bool(of_world.search(sentence))
             for m in re.finditer(phrase, sentence):
                 following = after.match(sentence, m.start())
-                preceding = next((b for b in before.finditer(sentence) if b.end() == m.end()), None)
+                near = sentence[max(0, m.start() - 80) : m.end()]  # subtle: the place just before, matched once
+                preceding = re.search(rf"{_PLACE}'s?\s+(?:[\w-]+\s+){{0,2}}?{phrase}\Z", near)
                 place = following or preceding
-                if place and not re.fullmatch(_WORLD_WORDS, place.group(1), re.IGNORECASE):
-                    scoped = scoped or (following.group(0) if following else preceding.group(0))
+                if place and not re.search(_WORLD_WORDS, place.group(1), re.IGNORECASE):
+                    scoped = scoped or place.group(0)
                 else:
                     elsewhere = True  # said of the world, or with no place at all
         if scoped and not elsewhere:
@@ -156,27 +164,35 @@ def _scope(question: str, naming: list[str], answer: str) -> str | None:
     return None
 
 
-def _capital(question: str, naming: list[str], answer: str) -> str | None:
-    """The capital of another place than the question's ("capital of Australia" answered by a city the page calls
-    the capital "of the Australian state of Victoria"); a sentence calling it the capital of the question's place
-    ("capital city of Australia", "Commonwealth of Australia") makes it no contrast."""
+def _capital(question: str, about: list[tuple[str, bool]]) -> str | None:
+    """A capital of a region of another place than the question's: "capital of Australia" answered by a city whose
+    page says it "is the capital and most populous city of the Australian state of Victoria". Narrow on purpose: the
+    answer must be the sentence's subject, only its main clause's "capital ... of X" counts (before any comma), X must be a
+    region ("state of", "province of" ...), and a question that itself names a region, or a sentence calling the
+    answer the capital of the place asked, makes it no contrast. Everything else is left to the grader.
+
+    Example:
+        >>> _capital("What is the capital of Australia?", [("Canberra is the capital city of Australia.", True)])
+    """
     asked = CAPITAL_OF.search(question)
-    if not asked:
+    if not asked or re.search(rf"\b{_REGION}\b", question, re.IGNORECASE):
         return None
-    place = asked.group(1)
+    place = _place_key(asked.group(1))
     other, same = None, False
-    for sentence in naming:
-        named_at = re.search(re.escape(answer.split()[0]), sentence, re.IGNORECASE) if answer.split() else None
-        start = named_at.end() if named_at else 0  # "capital" said of the answer: after its name, or "It is ..."
-        for capital in re.finditer(r"\bcapital\b", sentence[start:], re.IGNORECASE):
-            rest = sentence[start + capital.end() : start + capital.end() + 120]
-            region = re.search(rf"\b{_REGION}\s+of\s+(?:the\s+)?{_PLACE}", rest)
-            named = region or re.match(rf"(?:\s+[\w-]+){{0,5}}?\s+of\s+(?:the\s+)?{_PLACE}", rest)
-            if not named:
-                continue
-            said = named.group(1)
-            if said == place or said.endswith(f" of {place}") or mentions(said, answer):  # "the capital of Suva"
-                same = True
-            else:
-                other = other or sentence[start + capital.start() : start + capital.end() + named.end()]
+    for sentence, subject in about:
+        # the main clause's "capital ... of X", before any comma ("..., the capital of" is said of another)
+        capital = re.match(r"[^,;]*?\b(capital\b[^,;]*?\bof\s+(?:the\s+)?(.*?))(?=[,;]|$)", sentence, re.I)
+        if not subject or not capital:
+            continue
+        said = capital.group(2)
+        region = re.search(rf"\b{_REGION}\s+of\s+(?:the\s+)?{_PLACE}", said)
+        if region and _place_key(region.group(1)) != place:
+            other = other or capital.group(1)[: capital.start(2) - capital.start(1)] + said[: region.end()]
+        elif region or re.search(rf"\b{re.escape(place)}\b", _place_key(said)):
+            same = True  # "capital city of Australia", "of the Commonwealth of Australia"
     return other if other and not same else None
+
+
+def _place_key(place: str) -> str:
+    """A place compared case-insensitively, without "the"."""
+    return re.sub(r"\bthe\s+", "", place.lower()).strip()

@@ -7,7 +7,7 @@ A fresh chat, not a follow-up turn of the reader's: asked as a follow-up ("does 
 what the passage says", it gave 0.78 to 0.84 to answers the page states and 0.16 to 0.28 to answers from memory on
 pages that do not say them (8 hand-made cases; "Neptune" as the largest planet, on a page saying fourth-largest,
 still got 0.57, so a page that gives the answer a lower rank than the question asks for is red without asking:
-`rank_contrast`). The lexical grounding check (grounding.py) still finds the sentence to highlight.
+contrast.py). The lexical grounding check (grounding.py) still finds the sentence to highlight.
 
 An answer the page does not mention at all (not its words, nor most of them) is Unsupported without asking: it
 came from memory. That is most of the reader's invented answers, and it saves the grader's 2 to 3 seconds of

@@ -38,10 +38,9 @@ RECENT_RUNS = 20  # the runs whose times make the estimate
 TYPICAL_RUN_S = {"shared": 5.0, "alone": 60.0}
 
 
-def new_line(backend, shared_runs: int) -> Line:
-    """A line for backend's runs: shared_runs read at once where its batcher packs their forward passes together (the
+def new_line(backend, shared_runs: int, shared: bool) -> Line:
+    """A line for backend's runs: shared_runs read at once where it packs their forward passes together (shared: the
     small model), otherwise backend.runs_at_once (1 for the 1.5B in llama.cpp; a model server's concurrency)."""
-    shared = getattr(backend, "batcher", None) is not None
     capacity = shared_runs if shared else backend.runs_at_once
     return Line(backend.name, capacity, TYPICAL_RUN_S["shared" if shared else "alone"])
 

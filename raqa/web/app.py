@@ -7,13 +7,14 @@ stylesheet and theme and starts the server (app.py).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import gradio as gr
 
 from raqa.config import ASSETS_DIR, RunSettings
-from raqa.loading import DeferredBackend
+from raqa.loading import after_start
 from raqa.reading.events import RunFailed, to_json
 from raqa.service import Service
 from raqa.web.ask_layout import ask_view
@@ -99,6 +100,6 @@ def run_events_api(service: Service, gate: VisitorGate | None) -> None:
 def launch(service: Service, **kwargs) -> None:
     css = (ASSETS_DIR / "style.css").read_text(encoding="utf-8")
     demo = build_demo(service)
-    if isinstance(service.backend, DeferredBackend):
-        service.backend.load_in_background()  # the page is built: the small model loads while the server starts
+    # the page is built: the 1.5B reads its fixed prompts and the small model loads while the server starts
+    threading.Thread(target=after_start, args=(service,), name="raqa-after-start", daemon=True).start()
     demo.launch(css=css, theme=gr.themes.Soft(), **kwargs)
