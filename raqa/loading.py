@@ -91,6 +91,7 @@ class DeferredBackend:
     the name and what the page asks before anyone reads (can_score, shares_passes) is the loaded backend's."""
 
     can_score = True  # the small model is on this machine (attribution needs it)
+    runs_at_once = 1  # as every local model: a line need not load it to know
 
     def __init__(self, load: Callable[[], Backend], name: str, shares_passes: bool):
         self._backend, self._error = Lazy(load), None
@@ -119,13 +120,18 @@ class DeferredBackend:
 def after_start(service) -> None:
     """What the page does in the background once it is built: the default reader's fixed prompts read once (when it is
     the graded 1.5B: engine.warm_up), then the deferred small model loaded."""
+    # each is best effort: a run that needs the small model says why it could not load; the 1.5B's runs go on
+    for step in (lambda: _warm_default_reader(service), lambda: resolved(service.backend)):
+        try:
+            step()
+        except Exception as e:  # noqa: BLE001 - in a thread, an error would only print a traceback
+            print(f"After start: {type(e).__name__}: {e}", file=sys.stderr)
+
+
+def _warm_default_reader(service) -> None:
     reader, backend = service.reader()
     if reader.graded:
         warm_up(backend, reader.settings(RunSettings()))
-    try:
-        resolved(service.backend)
-    except ModelError as e:  # the runs that need it say so; the 1.5B's runs go on
-        print(f"The small model could not be loaded: {e}", file=sys.stderr)
 
 
 def resolved(backend: Backend | DeferredBackend | None) -> Backend | None:

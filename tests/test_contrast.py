@@ -162,3 +162,50 @@ def test_a_page_naming_the_answer_for_something_else_is_a_contrast(question, tex
     assert (found.rule if found else None) == rule
     if found:
         assert found.says in text and found.says in found.note("z1", answer)
+
+
+@pytest.mark.parametrize(
+    ("question", "text", "answer"),
+    [
+        # the rank or place is said of another subject that names the answer
+        (
+            "What is the highest mountain in the world?",
+            "K2 is the second-highest mountain on Earth, after Mount Everest.",
+            "Mount Everest",
+        ),
+        (
+            "What is the largest moon in the Solar System?",
+            "Titan is the second-largest moon in the Solar System, after Ganymede.",
+            "Ganymede",
+        ),
+        (
+            "What is the tallest mountain in the world?",
+            "Mount Kilimanjaro is the highest mountain in Africa, lower than Mount Everest.",
+            "Mount Everest",
+        ),
+        # the capital of the place asked, said beside a region's
+        (
+            "What is the capital of Ecuador?",
+            "Quito is the capital city of Ecuador and the capital of the province of Pichincha.",
+            "Quito",
+        ),
+        (
+            "What is the capital of Switzerland?",
+            "Bern is Switzerland's capital and the capital of the canton of Bern.",
+            "Bern",
+        ),
+        (
+            "What is the capital of Canada?",
+            "Ottawa is Canada's capital city of about one million people in the province of Ontario.",
+            "Ottawa",
+        ),
+        # said of the world a few words on
+        (
+            "What is the tallest building in the world?",
+            "Burj Khalifa is the tallest building in Dubai and the tallest structure and building in the world.",
+            "Burj Khalifa",
+        ),
+    ],
+)
+def test_correct_answers_on_such_pages_are_left_to_the_grader(question, text, answer) -> None:
+    assert contrast(question, text, answer) is None

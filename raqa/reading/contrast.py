@@ -73,10 +73,9 @@ def contrast(question: str, text: str, answer: str) -> Contrast | None:
         True
     """
     about = _about(text, answer)
-    naming = [sentence for sentence, _ in about]
     for rule, says in (
-        ("rank", _rank(question, naming, answer)),
-        ("scope", _scope(question, naming, answer)),
+        ("rank", _rank(question, about)),
+        ("scope", _scope(question, about)),
         ("capital", _capital(question, about)),
     ):
         if says:
@@ -102,10 +101,11 @@ def _is_subject(answer: str, sentence: str) -> bool:
     return mentions(sentence[: len(answer) + 12], answer)
 
 
-def _rank(question: str, naming: list[str], answer: str) -> str | None:
-    """The ranked phrase ("fourth-longest river") a sentence about the answer uses where the question asks for the
-    superlative ("longest river"); a sentence also saying the plain superlative of the same noun makes it no contrast,
-    and so does a question asking for a rank itself ("the second longest river")."""
+def _rank(question: str, about: list[tuple[str, bool]]) -> str | None:
+    """The ranked phrase ("fourth-longest river") a sentence whose subject is the answer uses where the question asks
+    for the superlative ("longest river"; not K2's "second-highest mountain, after Mount Everest" for Everest); a
+    sentence about the answer also saying the plain superlative of the same noun makes it no contrast, and so does a
+    question asking for a rank itself ("the second longest river")."""
     for match in SUPERLATIVE.finditer(question):
         if _asks_for_rank(question, match):
             continue
@@ -113,9 +113,9 @@ def _rank(question: str, naming: list[str], answer: str) -> str | None:
         ranked = re.compile(rf"\b{_ORDINAL}[\s-]+{superlative}{_GAP}{noun}\w*", re.IGNORECASE)
         plain = re.compile(rf"(?<![\w-]){superlative}{_GAP}{noun}\w*", re.IGNORECASE)
         found, plain_said = None, False
-        for sentence in naming:
+        for sentence, subject in about:
             ranked_here = ranked.search(sentence)
-            found = found or ranked_here
+            found = found or (ranked_here if subject else None)
             plain_said = plain_said or any(
                 ranked_here is None or not (ranked_here.start() <= m.start() < ranked_here.end())
                 for m in plain.finditer(sentence)
@@ -130,9 +130,10 @@ def _asks_for_rank(question: str, superlative: re.Match) -> bool:
     return bool(re.search(rf"\b{_ORDINAL}[\s-]+$", question[: superlative.start()], re.IGNORECASE))
 
 
-def _scope(question: str, naming: list[str], answer: str) -> str | None:
-    """A superlative asked "in the world" that the page says only within a place ("highest mountain in Africa",
-    "Africa's highest mountain"); a superlative the page also says of the world, or with no place, is no contrast."""
+def _scope(question: str, about: list[tuple[str, bool]]) -> str | None:
+    """A superlative asked "in the world" that a sentence whose subject is the answer says only within a place
+    ("highest mountain in Africa", "Africa's highest mountain"); a superlative a sentence about the answer also says of
+    the world, or with no place, is no contrast."""
     if not WORLDWIDE.search(question):
         return None
     for match in SUPERLATIVE.finditer(question):
@@ -144,13 +145,13 @@ def _scope(question: str, naming: list[str], answer: str) -> str | None:
         after = re.compile(rf"{phrase}(?:\s+(?!in\b|on\b|of\b)[\w-]+){{0,3}}?\s+(?:in|on|of)\s+(?:the\s+)?{_PLACE}")
         # "the tallest in the world", "... in Africa and the world": the page says it of the world too
         of_world = re.compile(
-            rf"(?i:(?<![\w-]){top})(?:\s+[\w-]+){{0,2}}?\s+(?:in|on|of)\s+(?:the\s+)?{_WORLD_WORDS}\b"
+            rf"(?i:(?<![\w-]){top})(?:\s+[\w-]+){{0,3}}?\s+(?:in|on|of)\s+(?:the\s+)?{_WORLD_WORDS}\b"
             rf"|{phrase}[^,;.]{{0,40}}?\b(?:and|or)\s+(?:(?:in|of)\s+)?(?:the\s+)?{_WORLD_WORDS}\b"
         )
         scoped, elsewhere = None, False
-        for sentence in naming:
+        for sentence, subject in about:
             elsewhere = elsewhere or bool(of_world.search(sentence))
-            for m in re.finditer(phrase, sentence):
+            for m in re.finditer(phrase, sentence) if subject else ():
                 following = after.match(sentence, m.start())
                 near = sentence[max(0, m.start() - 80) : m.end()]  # subtle: the place just before, matched once
                 preceding = re.search(rf"{_PLACE}'s?\s+(?:[\w-]+\s+){{0,2}}?{phrase}\Z", near)
@@ -167,7 +168,7 @@ def _scope(question: str, naming: list[str], answer: str) -> str | None:
 def _capital(question: str, about: list[tuple[str, bool]]) -> str | None:
     """A capital of a region of another place than the question's: "capital of Australia" answered by a city whose
     page says it "is the capital and most populous city of the Australian state of Victoria". Narrow on purpose: the
-    answer must be the sentence's subject, only its main clause's "capital ... of X" counts (before any comma), X must be a
+    answer must be the sentence's subject, only its main clause counts (before any comma), X must be a
     region ("state of", "province of" ...), and a question that itself names a region, or a sentence calling the
     answer the capital of the place asked, makes it no contrast. Everything else is left to the grader.
 
@@ -177,19 +178,20 @@ def _capital(question: str, about: list[tuple[str, bool]]) -> str | None:
     asked = CAPITAL_OF.search(question)
     if not asked or re.search(rf"\b{_REGION}\b", question, re.IGNORECASE):
         return None
-    place = _place_key(asked.group(1))
+    place = re.escape(_place_key(asked.group(1)))
     other, same = None, False
     for sentence, subject in about:
-        # the main clause's "capital ... of X", before any comma ("..., the capital of" is said of another)
-        capital = re.match(r"[^,;]*?\b(capital\b[^,;]*?\bof\s+(?:the\s+)?(.*?))(?=[,;]|$)", sentence, re.I)
-        if not subject or not capital:
+        clause = re.match(r"[^,;]*", sentence).group(0)  # the main clause ("..., the capital of" is said of another)
+        if not subject or not re.search(r"\bcapital\b", clause, re.IGNORECASE):
             continue
-        said = capital.group(2)
-        region = re.search(rf"\b{_REGION}\s+of\s+(?:the\s+)?{_PLACE}", said)
-        if region and _place_key(region.group(1)) != place:
-            other = other or capital.group(1)[: capital.start(2) - capital.start(1)] + said[: region.end()]
-        elif region or re.search(rf"\b{re.escape(place)}\b", _place_key(said)):
-            same = True  # "capital city of Australia", "of the Commonwealth of Australia"
+        key = _place_key(clause)
+        if re.search(rf"\b{place}'s\s+(?:[\w-]+\s+)?capital\b|\bcapital\b.*?\bof\s+{place}\b", key):
+            same = True  # "capital city of Ecuador and the capital of the province of Pichincha", "Canada's capital"
+            continue
+        capital = re.search(r"\bcapital\b[^,;]*?\bof\s+(?:the\s+)?", clause, re.IGNORECASE)
+        region = capital and re.search(rf"\b{_REGION}\s+of\s+(?:the\s+)?{_PLACE}", clause[capital.end() :])
+        if region and _place_key(region.group(1)) != _place_key(asked.group(1)):
+            other = other or clause[capital.start() : capital.end() + region.end()]
     return other if other and not same else None
 
 
