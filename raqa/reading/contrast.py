@@ -1,6 +1,7 @@
 """Contrastive pages the grader model misses: the page names the answer, but for something other than what the
-question asks. Each rule reads only the sentences about the answer (those naming it, and "It is ..." right after
-one that does) and makes the answer red without asking the model:
+question asks. Each rule reads only the sentences about the answer (those naming it, and "It is ..." continuing one
+that opens with it), finds the contrast only in those whose subject is the answer, and makes the answer red without
+asking the model:
 
 - **rank**: the question asks for the top ("longest river") and the page gives the answer a lower rank ("the
   Zambezi is the fourth-longest river in Africa"); the 1.5B grader said yes to the Zambezi.
@@ -73,12 +74,8 @@ def contrast(question: str, text: str, answer: str) -> Contrast | None:
         True
     """
     about = _about(text, answer)
-    for rule, says in (
-        ("rank", _rank(question, about)),
-        ("scope", _scope(question, about)),
-        ("capital", _capital(question, about)),
-    ):
-        if says:
+    for rule, find in (("rank", _rank), ("scope", _scope), ("capital", _capital)):
+        if says := find(question, about):  # in turn: a later rule is not tried once one finds a contrast
             return Contrast(rule, says)
     return None
 
@@ -168,17 +165,19 @@ def _scope(question: str, about: list[tuple[str, bool]]) -> str | None:
 def _capital(question: str, about: list[tuple[str, bool]]) -> str | None:
     """A capital of a region of another place than the question's: "capital of Australia" answered by a city whose
     page says it "is the capital and most populous city of the Australian state of Victoria". Narrow on purpose: the
-    answer must be the sentence's subject, only its main clause counts (before any comma), X must be a
+    answer must be the sentence's subject, only its main clause counts (before any comma), the other place must be a
     region ("state of", "province of" ...), and a question that itself names a region, or a sentence calling the
     answer the capital of the place asked, makes it no contrast. Everything else is left to the grader.
 
     Example:
-        >>> _capital("What is the capital of Australia?", [("Canberra is the capital city of Australia.", True)])
+        >>> _capital("What is the capital of Australia?", [("Canberra is the capital city of Australia.", True)]) is None
+        True
     """
     asked = CAPITAL_OF.search(question)
     if not asked or re.search(rf"\b{_REGION}\b", question, re.IGNORECASE):
         return None
-    place = re.escape(_place_key(asked.group(1)))
+    asked_key = _place_key(asked.group(1))
+    place = re.escape(asked_key)
     other, same = None, False
     for sentence, subject in about:
         clause = re.match(r"[^,;]*", sentence).group(0)  # the main clause ("..., the capital of" is said of another)
@@ -190,7 +189,7 @@ def _capital(question: str, about: list[tuple[str, bool]]) -> str | None:
             continue
         capital = re.search(r"\bcapital\b[^,;]*?\bof\s+(?:the\s+)?", clause, re.IGNORECASE)
         region = capital and re.search(rf"\b{_REGION}\s+of\s+(?:the\s+)?{_PLACE}", clause[capital.end() :])
-        if region and _place_key(region.group(1)) != _place_key(asked.group(1)):
+        if region and _place_key(region.group(1)) != asked_key:
             other = other or clause[capital.start() : capital.end() + region.end()]
     return other if other and not same else None
 
