@@ -35,6 +35,13 @@ MELBOURNE = (
             "Aconcagua",
             "scope",
         ),
+        (  # a plural ("the highest mountains on each of the seven continents") is not said of the answer
+            "What is the tallest mountain in the world?",
+            "Aconcagua is a mountain in the Andes. With a summit of 6,961 metres, it is the highest mountain in the "
+            "Americas. It is one of the Seven Summits, the highest mountains on each of the seven continents.",
+            "Aconcagua",
+            "scope",
+        ),
         (
             "Which is the biggest lake on Earth?",
             "Lake Victoria is Africa's largest lake by area.",

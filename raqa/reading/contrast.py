@@ -149,6 +149,8 @@ def _scope(question: str, about: list[tuple[str, bool]]) -> str | None:
         for sentence, subject in about:
             elsewhere = elsewhere or bool(of_world.search(sentence))
             for m in re.finditer(phrase, sentence) if subject else ():
+                if _plural(m.group(0), match.group(2)):
+                    continue  # "one of the Seven Summits, the highest mountains on each ...": not said of the answer
                 following = after.match(sentence, m.start())
                 near = sentence[max(0, m.start() - 80) : m.end()]  # subtle: the place just before, matched once
                 preceding = re.search(rf"{_PLACE}'s?\s+(?:[\w-]+\s+){{0,2}}?{phrase}\Z", near)
@@ -160,6 +162,11 @@ def _scope(question: str, about: list[tuple[str, bool]]) -> str | None:
         if scoped and not elsewhere:
             return scoped
     return None
+
+
+def _plural(said: str, noun: str) -> bool:
+    """Whether the page's phrase ends in the plural of the question's noun ("highest mountains" for "mountain")."""
+    return said.lower().endswith((noun.lower() + "s", noun.lower() + "es")) and not noun.lower().endswith("s")
 
 
 def _capital(question: str, about: list[tuple[str, bool]]) -> str | None:
