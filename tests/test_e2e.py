@@ -264,6 +264,22 @@ def _a_lesson_step_loads_its_settings_and_replays(tab) -> None:
     assert "Removing sentence" in why.inner_text() and tab.locator(".raqa-why-strong").count() >= 1
 
 
+def _recorded_on_the_default_reader_ending_not_found(questions: list[str]) -> None:
+    """Each question has a committed recording with the page's default settings, made by the reader the page starts
+    with and by this raqa version, that reads every window and ends Not found."""
+    from raqa.config import RunForm
+    from raqa.loading import DEFAULT_READERS
+    from raqa.web.recordings import find, load_recordings, stale
+
+    form = RunForm(reader=DEFAULT_READERS[0])
+    for question in questions:
+        recording = find(load_recordings()[0], question, form)
+        assert recording is not None and stale(recording, None) == [], f"no current recording of {question!r}"
+        ended = recording.timed_events[-1][1]
+        assert ended["verdict"] == "not_found" and ended["answer"] is None, ended
+        assert ended["windows_read"] == form.k // form.window, ended
+
+
 def _outcome(answer) -> tuple[str, str]:
     """A run's ending as the page shows it: its badge's verdict and its final answer's text."""
     return answer.get_attribute("data-verdict"), answer.locator(".raqa-final-text").inner_text()
@@ -272,7 +288,7 @@ def _outcome(answer) -> tuple[str, str]:
 def _the_examples_behave(tab, asked: dict[str, tuple[str, str]]) -> None:
     """Every example under the question box, with the page's defaults (the 1.5B reader, graded), and one fresh
     question. Every answerable example ends right (green or amber), the questions the corpus cannot answer end with
-    Not found, nothing ends green (Answered) on a wrong answer, and the fresh question whose page calls the Atlantic
+    Not found (one asked live, the others on their recordings), nothing ends green (Answered) on a wrong answer, and the fresh question whose page calls the Atlantic
     the *second* largest ocean never ends green, nor amber on the Atlantic. Questions in asked were run already:
     their outcomes are used."""
     import json
@@ -280,7 +296,11 @@ def _the_examples_behave(tab, asked: dict[str, tuple[str, str]]) -> None:
     from raqa.text import normalize_answer
 
     examples = json.loads((ROOT / "assets" / "examples.json").read_text())
-    expected = [(e["question"], e["answer"]) for e in examples["in_corpus"]] + [(q, None) for q in examples["outside"]]
+    # one question the corpus cannot answer is asked live (a Not-found run reads every window: about 100 s here); the
+    # others' Not found is checked on their committed recordings with the same reader (CI's 25-minute budget)
+    live_outside, *recorded_outside = examples["outside"][::-1]
+    _recorded_on_the_default_reader_ending_not_found(recorded_outside)
+    expected = [(e["question"], e["answer"]) for e in examples["in_corpus"]] + [(live_outside, None)]
     expected.append(("Which is the largest of Earth's oceans?", "Pacific"))
     outcomes = dict(asked)
     for question in [q for q, _ in expected if q not in asked]:

@@ -24,12 +24,17 @@ VENV_INSTALL_LIMIT_S = 600  # torch 2.13.0 comes from a local CPU build; the res
 
 
 def _fresh_venv(folder: Path) -> tuple[str, float]:
-    """A new virtual environment with requirements.txt installed; its python and the install's seconds."""
+    """A new virtual environment with requirements.txt installed; its python and the install's seconds.
+
+    --no-compile: byte-compiling every module of torch, transformers and gradio took about 70 of the install's 119 s
+    here, for files the app never imports; the modules it imports compile on first import, inside the fresh start.
+    """
     subprocess.run([sys.executable, "-m", "venv", str(folder)], check=True)
     python = str(folder / "bin" / "python")
     start = time.perf_counter()
+    requirements = str(ROOT / "requirements.txt")
     done = subprocess.run(
-        [python, "-m", "pip", "install", "-q", "-r", str(ROOT / "requirements.txt")], capture_output=True, text=True
+        [python, "-m", "pip", "install", "-q", "--no-compile", "-r", requirements], capture_output=True, text=True
     )
     assert done.returncode == 0, done.stderr[-3000:]
     return python, time.perf_counter() - start

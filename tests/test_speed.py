@@ -215,10 +215,10 @@ def test_every_speed_option_keeps_verdicts_answers_and_probabilities(real_model,
     from raqa.retrieval.index import Hit
 
     plan = reply_plan(RunSettings())
+    questions = ("Who painted the Mona Lisa?", "What is the capital of France?")  # each on another page
     windows = [
         build_messages(question, [Hit(1, 1.0, page)], 320, real_model.count_tokens)
-        for question in ("Who painted the Mona Lisa?", "What is the capital of France?")
-        for page in tiny_pages[:2]
+        for question, page in zip(questions, tiny_pages[:2], strict=True)
     ]
     replies = {}
     for name, speed in OPTIONS.items():
