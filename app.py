@@ -37,12 +37,13 @@ if __name__ == "__main__":
     from raqa.models.base import ModelError
     from raqa.retrieval.corpus import CorpusError
     from raqa.service import Service
-    from raqa.web.app import launch
 
     try:
         service = Service.load(AppConfig.from_env(), defer_small=True)  # the page is up before the small model
     except (CorpusError, ModelError, ValueError) as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
+    from raqa.web.app import launch  # after the load: a bad configuration is told without importing Gradio (4.5 s)
+
     # None lets Gradio read its own GRADIO_SERVER_NAME / GRADIO_SERVER_PORT
     launch(service, server_name=server.name, server_port=server.port)
