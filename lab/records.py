@@ -23,8 +23,8 @@ def command_line(program: str, *arguments: object, **options: object) -> str:
     leave an option out, True is a bare flag, a list or tuple is joined with commas; every value is shell-quoted.
 
     Example:
-        >>> command_line("eval-badges", datasets=["nq", "triviaqa"], limit=30, endpoint=None, grounded_only=True)
-        'python -m lab eval-badges --datasets nq,triviaqa --limit 30 --grounded-only'
+        >>> command_line("experiment badges", datasets=["nq", "triviaqa"], limit=30, endpoint=None, grounded_only=True)
+        'python -m lab experiment badges --datasets nq,triviaqa --limit 30 --grounded-only'
         >>> command_line("ask", "Who wrote Emma?", json=True)
         "python -m raqa ask 'Who wrote Emma?' --json"
     """

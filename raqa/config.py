@@ -122,7 +122,7 @@ class AppConfig:
     reader: str | None = None  # the reader the page starts with (a folder under assets/readers, or "base")
     endpoints: str | None = None  # JSON file listing OpenAI-compatible model servers a visitor may pick
     popqa: str | None = None  # PopQA-format TSV: gives the popularity baseline a popularity per question
-    pop_threshold: float | None = None  # retrieve below this popularity (tuned by eval-adapt --popqa)
+    pop_threshold: float | None = None  # retrieve below this popularity (tuned by experiment when_to_retrieve --popqa)
     speed: SpeedOptions = SpeedOptions()  # how the local model computes (all on; the bench compares with all off)
     flags_file: str | None = None  # JSONL the page's flag buttons append to (RAQA_FLAGS); None: no flag buttons
     public: PublicLimits | None = None  # a page strangers reach (SPACE_ID / RAQA_PUBLIC); None: no limits

@@ -1,4 +1,4 @@
-"""eval-adapt's scoring, Table 3 split and popularity baseline, on the tiny corpus with a scripted model."""
+"""experiment when_to_retrieve's scoring, Table 3 split and popularity baseline, on the tiny corpus with a scripted model."""
 
 from __future__ import annotations
 
@@ -124,7 +124,7 @@ def test_the_committed_evaluation_draws_without_errors():
     paths = sorted((Path(__file__).parent.parent / "assets" / "results").glob("when_to_retrieve-*.json"))
     for path in paths:
         record = json.loads(path.read_text())
-        assert record["command"].startswith("python -m lab eval-adapt")
+        assert record["command"].startswith("python -m lab experiment when_to_retrieve")
         for make in FIGURES.values():
             figure = make(record)
             assert figure.data and "could not be drawn" not in json.dumps(figure.layout.to_plotly_json())
@@ -136,9 +136,9 @@ def test_the_committed_evaluation_draws_without_errors():
     ids=lambda p: p.stem,
 )
 def test_the_committed_record_is_what_its_rows_give(path):
-    """eval-adapt's record is reproducible: every summary is recomputed from the record's own rows."""
+    """experiment when_to_retrieve's record is reproducible: every summary is recomputed from the record's own rows."""
     record = json.loads(path.read_text(encoding="utf-8"))
-    assert record["command"].startswith("python -m lab eval-adapt") and record["code_version"]
+    assert record["command"].startswith("python -m lab experiment when_to_retrieve") and record["code_version"]
     for dataset, rows in record["results"]["rows"].items():
         summary = {k: v for k, v in record["results"]["datasets"][dataset].items() if k not in ("threshold", "dev_n")}
         assert json.dumps(summarise(rows), sort_keys=True) == json.dumps(summary, sort_keys=True), dataset

@@ -1,4 +1,4 @@
-"""`eval-adapt --endpoint NAME --concurrency N`: the never- and always-retrieve answers come from the model server,
+"""`experiment when_to_retrieve --endpoint NAME --concurrency N`: the never- and always-retrieve answers come from the model server,
 Adapt-LLM's decisions and answers from the local adapter; N questions in flight; the rows resume."""
 
 from __future__ import annotations
@@ -76,7 +76,18 @@ def served(monkeypatch: pytest.MonkeyPatch, tiny_pages, tiny_index, tmp_path: Pa
 
 def test_the_baselines_are_answered_by_the_server_and_adapt_llm_by_the_local_adapter(served, tmp_path, capsys):
     server, local = served
-    argv = ["eval-adapt", "--datasets", "nq", "--limit", "4", "--endpoint", "Srv", "--concurrency", "3"]
+    argv = [
+        "experiment",
+        "when_to_retrieve",
+        "--datasets",
+        "nq",
+        "--limit",
+        "4",
+        "--endpoint",
+        "Srv",
+        "--concurrency",
+        "3",
+    ]
     assert main([*argv, "--out", str(tmp_path)]) == 0
     record = json.loads((tmp_path / "when_to_retrieve-nq-srv.json").read_text())  # beside the local record
     assert record["command"].endswith("--endpoint Srv --concurrency 3")
@@ -99,6 +110,6 @@ def test_the_baselines_are_answered_by_the_server_and_adapt_llm_by_the_local_ada
 
 
 def test_an_unknown_server_is_refused_before_anything_runs(served, tmp_path: Path, capsys) -> None:
-    assert main(["eval-adapt", "--limit", "2", "--endpoint", "Nope", "--out", str(tmp_path)]) == 2
+    assert main(["experiment", "when_to_retrieve", "--limit", "2", "--endpoint", "Nope", "--out", str(tmp_path)]) == 2
     assert "Invalid endpoint: 'Nope'. Choose from: Srv (RAQA_ENDPOINTS)." in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == [] or [p.name for p in tmp_path.iterdir()] == ["cache"]

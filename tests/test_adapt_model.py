@@ -28,17 +28,17 @@ def test_each_card_reports_the_data_it_was_trained_on():
         assert card["kind"] == kind and card["data"] == summary
         assert card["training"]["examples"] == len(examples(rows, kind, balance=bool(card.get("class_balance"))))
         assert card["lora"]["rank"] == 8 and card["lora"]["alpha"] == 16 and card["lora"]["lr"] == 3e-4
-        assert card["lora"]["epochs"] == 3 and card["command"].startswith("python -m lab train-adapt")
+        assert card["lora"]["epochs"] == 3 and card["command"].startswith("python -m lab train adapt")
         log = json.loads((folder / "training_log.json").read_text())
         assert len(log["steps"]) == card["training"]["loss"]["steps"] > 0
         assert (folder / "adapter_model.safetensors").stat().st_size < 10_000_000
-    # dev questions only: nothing from the test splits eval-adapt reads
+    # dev questions only: nothing from the test splits experiment when_to_retrieve reads
     assert all("-dev-" in r.id for r in rows)
 
 
 def test_missing_adapters_are_named(tmp_path):
     (tmp_path / "adapt").mkdir()
-    with pytest.raises(ModelError, match="never.*always.*train-adapt"):
+    with pytest.raises(ModelError, match="never.*always.*train adapt"):
         adapter_dirs(tmp_path)
 
 

@@ -1,4 +1,4 @@
-"""eval-badges: both badge rules on the same question share the model's replies and the judge's readings, rows resume,
+"""experiment badges: both badge rules on the same question share the model's replies and the judge's readings, rows resume,
 and the per-question figures count what a viewer sees (green precision, amber, answers on unanswerable questions)."""
 
 from __future__ import annotations
@@ -107,7 +107,7 @@ def test_score_counts_green_amber_and_answers_on_unanswerable_questions():
 
 
 def test_eval_badges_refuses_a_bad_limit_before_loading(capsys):
-    assert main(["eval-badges", "--limit", "0"]) == 2
+    assert main(["experiment", "badges", "--limit", "0"]) == 2
     assert "--limit must be 1 or more" in capsys.readouterr().err
 
 
@@ -118,7 +118,9 @@ def test_the_committed_record_recomputes_from_its_committed_rows():
     record = json.loads((RESULTS_DIR / "badges-nq+triviaqa.json").read_text())
     rows = [json.loads(line) for line in (RESULTS_DIR / record["rows"]).read_text().splitlines() if line.strip()]
     assert json.dumps(score(rows), sort_keys=True) == json.dumps(record["results"], sort_keys=True)  # NaN-safe
-    assert len(rows) == record["sample"]["questions"] and record["command"].startswith("python -m lab eval-badges")
+    assert len(rows) == record["sample"]["questions"] and record["command"].startswith(
+        "python -m lab experiment badges"
+    )
     for dataset in ("nq", "triviaqa"):
         after = record["results"][dataset]["per_question"]["after"]
         answers = after["answered_precision"]["n"] + after["weak_precision"]["n"]

@@ -119,7 +119,7 @@ def test_json_record_is_serialisable():
     args = argparse.Namespace(queries=500, token_questions=50, corpus=None, model=None, adapter=None, out="b.json")
     payload = bench.bench_record(args, _results(TokenCosts(50, 0, 700.0, 2000.0, 1.2)), "wiki", "smol")
     text = json.dumps(payload)
-    assert payload["command"] == "python -m lab bench --queries 500 --token-questions 50 --out b.json"
+    assert payload["command"] == "python -m lab bench speed --queries 500 --token-questions 50 --out b.json"
     assert payload["retrieval"]["speedup"] == 50.0 and payload["tokens"]["ratio"] == 0.35
     assert {"cpu_count", "platform", "torch_threads"} <= payload["machine"].keys()
     assert {"code_version", "date", "load_average_before"} <= payload.keys()

@@ -271,12 +271,12 @@ def test_app_with_a_malformed_corpus_names_the_line(tmp_path: Path) -> None:
     ("argv", "message"),
     [
         (["route", ""], "empty"),
-        (["route", "Everest?", "--adapters", "/nonexistent"], "train-adapt"),
-        (["eval-adapt", "--limit", "0"], "--limit must be 1 or more"),
-        (["eval-adapt", "--limit", "2", "--adapters", "/nonexistent"], "train-adapt"),
-        (["eval-adapt", "--limit", "2", "--popqa", "/nonexistent.tsv"], "no such PopQA file"),
-        (["train-adapt", "--limit", "0"], "--limit must be 1 or more"),
-        (["train-adapt", "--batch", "0"], "batch must be 1 or more"),
+        (["route", "Everest?", "--adapters", "/nonexistent"], "train adapt"),
+        (["experiment", "when_to_retrieve", "--limit", "0"], "--limit must be 1 or more"),
+        (["experiment", "when_to_retrieve", "--limit", "2", "--adapters", "/nonexistent"], "train adapt"),
+        (["experiment", "when_to_retrieve", "--limit", "2", "--popqa", "/nonexistent.tsv"], "no such PopQA file"),
+        (["train", "adapt", "--limit", "0"], "--limit must be 1 or more"),
+        (["train", "adapt", "--batch", "0"], "batch must be 1 or more"),
     ],
 )
 def test_adapt_commands_refuse_bad_input_with_exit_2(argv, message, capsys: pytest.CaptureFixture) -> None:
@@ -405,12 +405,12 @@ def test_route_without_a_when_to_retrieve_model_exits_2(
         return Service(config, tiny_pages, tiny_index, ScriptedBackend([]), "tiny", {})
 
     def no_adapters(*args, **kwargs):
-        raise ModelError("Adapt-LLM needs the embedded model (python -m lab train-adapt).")
+        raise ModelError("Adapt-LLM needs the embedded model (python -m lab train adapt).")
 
     monkeypatch.setattr(Service, "load", classmethod(load))
     monkeypatch.setattr(adapt_model, "load_adapt_model", no_adapters)
     assert main(["route", "Everest?", "--adapters", str(adapt_model.ADAPT_DIR)]) == 2
-    assert "train-adapt" in capsys.readouterr().err
+    assert "train adapt" in capsys.readouterr().err
 
 
 def test_experiment_runs_through_the_registry_and_writes_its_record(
@@ -466,9 +466,9 @@ def run_cli(argv: list[str]) -> int:
     return (main if argv[0] in verbs(build_parser()) else lab_main)(argv)
 
 
-def test_the_demo_offers_its_six_verbs_and_the_lab_the_rest() -> None:
+def test_the_demo_offers_its_six_verbs_and_the_lab_four_that_name_what_they_run() -> None:
     assert verbs(build_parser()) == list(DEMO_VERBS)  # what records name as `python -m raqa`
-    assert {"bench", "experiment", "train-reader", "eval-pipeline", "deploy-space"} <= set(verbs(build_lab_parser()))
+    assert verbs(build_lab_parser()) == ["train", "experiment", "bench", "deploy-space"]
     assert not set(verbs(build_parser())) & set(verbs(build_lab_parser()))
 
 
@@ -480,9 +480,11 @@ def test_every_verb_has_help_and_the_cli_never_imports_gradio_or_torch() -> None
         "import argparse\n"
         "for run, parser in ((main, build_parser()), (lab_main, build_lab_parser())):\n"
         "    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))\n"
-        "    for verb in sub.choices:\n"
-        "        with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
-        "            run([verb, '--help'])\n"
+        "    for verb, verb_parser in sub.choices.items():\n"
+        "        named = [a for a in verb_parser._actions if isinstance(a, argparse._SubParsersAction)]\n"
+        "        for argv in ([[verb, name] for name in named[0].choices] if named else [[verb]]):\n"
+        "            with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
+        "                run([*argv, '--help'])\n"
         "print(sorted(m for m in ('gradio', 'torch', 'transformers') if m in sys.modules))\n"
     )
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
@@ -509,8 +511,8 @@ def test_train_reader_and_train_adapt_pass_their_options_to_the_one_trainers_con
 
     monkeypatch.setattr(lab.training.reader, "train_reader", reader)
     monkeypatch.setattr(lab.training.when_to_retrieve, "train_adapt", adapt)
-    assert lab_main(["train-reader", "--accumulation", "8", "--rank", "4", "--out", str(tmp_path / "r")]) == 0
-    assert lab_main(["train-adapt", "--batch", "16", "--micro-batch", "4", "--out", str(tmp_path / "a")]) == 0
+    assert lab_main(["train", "reader", "--accumulation", "8", "--rank", "4", "--out", str(tmp_path / "r")]) == 0
+    assert lab_main(["train", "adapt", "--batch", "16", "--micro-batch", "4", "--out", str(tmp_path / "a")]) == 0
     assert seen["reader"] == replace(READER_LORA, batch=8, rank=4)
     assert seen["adapt"] == replace(ADAPT_LORA, batch=16, micro_batch=4)
 

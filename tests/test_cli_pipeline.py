@@ -1,4 +1,4 @@
-"""`python -m raqa pipeline` and `eval-pipeline`, and train-adapt's new options, through the command line."""
+"""`python -m raqa pipeline` and `experiment pipeline`, and train adapt's new options, through the command line."""
 
 from __future__ import annotations
 
@@ -52,9 +52,9 @@ def test_pipeline_for_a_person_prints_the_answer_on_stdout(fake_service, capsys)
         (["pipeline", ""], "empty"),
         (["pipeline", "x", "--policy", "sometimes"], "Invalid policy"),
         (["pipeline", "x", "--policy", "p_true", "--threshold", "2"], "from 0 to 1"),
-        (["eval-pipeline", "--limit", "0"], "must be 1 or more"),
-        (["train-adapt", "--kinds", "adapt,maybe"], "Invalid --kinds"),
-        (["train-adapt", "--labels", "/nonexistent.jsonl"], "no such file"),
+        (["experiment", "pipeline", "--limit", "0"], "must be 1 or more"),
+        (["train", "adapt", "--kinds", "adapt,maybe"], "Invalid --kinds"),
+        (["train", "adapt", "--labels", "/nonexistent.jsonl"], "no such file"),
     ],
 )
 def test_bad_input_exits_2_before_loading(argv, message, capsys):
@@ -68,5 +68,8 @@ def test_pipeline_with_bad_reading_settings_exits_2(fake_service, capsys):
 
 
 def test_eval_pipeline_through_an_unknown_server_exits_2_naming_the_servers(fake_service, capsys):
-    assert lab_main(["eval-pipeline", "--limit", "1", "--dev", "1", "--endpoint", "Nope", "--concurrency", "4"]) == 2
+    assert (
+        lab_main(["experiment", "pipeline", "--limit", "1", "--dev", "1", "--endpoint", "Nope", "--concurrency", "4"])
+        == 2
+    )
     assert "Invalid endpoint: 'Nope'. Choose from: none (RAQA_ENDPOINTS)." in capsys.readouterr().err

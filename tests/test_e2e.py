@@ -379,4 +379,6 @@ def test_when_to_retrieve_leads_with_the_pipeline_and_folds_the_evaluation(page)
             timeout=30000,
         )
         captions = " ".join(page.locator(".raqa-w2r-caption").all_inner_texts())
-        assert "python -m lab eval-adapt" in captions and "python -m lab eval-pipeline" in captions
+        assert (
+            "python -m lab experiment when_to_retrieve" in captions and "python -m lab experiment pipeline" in captions
+        )

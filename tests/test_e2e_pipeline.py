@@ -37,7 +37,7 @@ def server(tmp_path_factory, backend):  # noqa: F811
     results = tmp_path_factory.mktemp("results")
     rows = _rows()
     record = {**summarise([dict(r, split="dev") for r in rows], rows), "examples": EXAMPLES}
-    write_record("pipeline", "nq", record, {"command": "python -m lab eval-pipeline (synthetic rows)"}, results)
+    write_record("pipeline", "nq", record, {"command": "python -m lab experiment pipeline (synthetic rows)"}, results)
     pages = _fruit_pages()
     service = Service(
         AppConfig(cache_dir=tmp_path_factory.mktemp("cache")),
@@ -145,5 +145,5 @@ def test_the_committed_evaluation_draws_its_figures_under_the_accordion(tab):
     tab.wait_for_function(
         "() => document.querySelectorAll('.raqa-w2r-figure .js-plotly-plot').length >= 3", timeout=30000
     )
-    assert "eval-pipeline" in tab.locator(".raqa-w2r-caption").first.inner_text()
+    assert "experiment pipeline" in tab.locator(".raqa-w2r-caption").first.inner_text()
     assert "nq test, n=40" in tab.locator(".raqa-pipe-summary summary").first.inner_text()

@@ -199,7 +199,7 @@ def test_token_sentences_number_the_page_sentences_after_the_title(tokenizer) ->
 
 
 def test_loading_fails_with_one_clear_line(tmp_path, monkeypatch) -> None:
-    with pytest.raises(ModelError, match="No answer judge at .*train-judge"):
+    with pytest.raises(ModelError, match="No answer judge at .*train judge"):
         AnswerJudge.load(tmp_path / "missing")
     (tmp_path / CARD_FILE).write_text(json.dumps({"format": "lora", "threshold": 0.5}))
     monkeypatch.setattr(runtime.importlib.util, "find_spec", lambda name: None)
@@ -211,7 +211,7 @@ def test_loading_fails_with_one_clear_line(tmp_path, monkeypatch) -> None:
 def test_the_train_judge_verb_checks_its_numbers_without_loading_torch() -> None:
     code = (
         "import sys\nfrom lab.cli import main\n"
-        "print(main(['train-judge', '--epochs', '0']))\n"
+        "print(main(['train', 'judge', '--epochs', '0']))\n"
         "print(sorted(m for m in ('torch', 'transformers') if m in sys.modules))\n"
     )
     result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
@@ -281,7 +281,7 @@ def test_train_judge_options_are_checked_before_anything_loads() -> None:
             JudgeSettings(**bad).check()
     JudgeSettings(depth=50, checkpoint_every=100).check()
     run = subprocess.run(
-        [sys.executable, "-m", "lab", "train-judge", "--holdout", "3"],
+        [sys.executable, "-m", "lab", "train", "judge", "--holdout", "3"],
         capture_output=True,
         text=True,
         cwd=ROOT,

@@ -66,7 +66,7 @@ EXAMPLES = [Example(({"role": "user", "content": f"q{i} " + "x" * i},), "yes" if
 
 
 def test_each_use_keeps_its_settings():
-    # today's defaults of the two trainers this one replaced; the CLI's train-adapt relies on the class defaults
+    # today's defaults of the two trainers this one replaced; the CLI's train adapt relies on the class defaults
     assert LoraSettings() == ADAPT_LORA
     assert (ADAPT_LORA.rank, ADAPT_LORA.alpha, ADAPT_LORA.dropout, ADAPT_LORA.lr, ADAPT_LORA.seed) == (
         8,

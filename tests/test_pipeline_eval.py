@@ -1,4 +1,4 @@
-"""eval-pipeline: rows made through the When-to-retrieve stream (resumable), and every policy scored from them with
+"""experiment pipeline: rows made through the When-to-retrieve stream (resumable), and every policy scored from them with
 abstention in the numbers: coverage, accuracy among answered, risk-coverage curves, AUCs, the targets."""
 
 from __future__ import annotations
@@ -167,7 +167,7 @@ def test_the_figures_draw_a_record():
 @pytest.mark.parametrize("path", COMMITTED, ids=[p.stem for p in COMMITTED])
 def test_the_committed_record_is_what_its_rows_give(path):
     record = json.loads(path.read_text(encoding="utf-8"))
-    assert record["command"].startswith("python -m lab eval-pipeline") and record["code_version"]
+    assert record["command"].startswith("python -m lab experiment pipeline") and record["code_version"]
     rows = record["results"]["rows"]
     again = summarise(rows["dev"], rows["test"])
     for dataset, d in record["results"]["datasets"].items():

@@ -38,7 +38,7 @@ def test_the_ret_table_marks_each_question_against_the_threshold():
     assert 'data-retrieving="1"' in html and "<img" not in html
     assert html.index("<td><bdi>b</bdi>") < html.index("&lt;img")  # lowest P(<RET>) first
     assert 'data-retrieving="2"' in ret_examples_html(examples, 0.1)
-    assert "eval-pipeline" in ret_examples_html([], 0.5)
+    assert "experiment pipeline" in ret_examples_html([], 0.5)
 
 
 def test_no_decision_badge_wears_the_green_of_a_supported_answer():

@@ -1,4 +1,4 @@
-"""compare-ret: two adapters' P(<RET>) compared on the same questions (paired AUCs, spread), the comparison
+"""experiment ret_signal: two adapters' P(<RET>) compared on the same questions (paired AUCs, spread), the comparison
 written as a record, and the pipeline record scored again with the candidate's P(<RET>)."""
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ def record_files(tmp_path: Path) -> dict[str, Path]:
     record = {
         "experiment": "pipeline",
         "dataset": "nq+triviaqa",
-        "command": "python -m lab eval-pipeline",
+        "command": "python -m lab experiment pipeline",
         "results": {"rows": rows},
     }
     (tmp_path / "record.json").write_text(json.dumps(record))
@@ -122,7 +122,8 @@ def record_files(tmp_path: Path) -> dict[str, Path]:
 
 def _args(files: dict[str, Path], *extra: str) -> list[str]:
     return [
-        "compare-ret",
+        "experiment",
+        "ret_signal",
         "--candidate",
         str(files["candidate"]),
         "--baseline",
@@ -150,7 +151,7 @@ def test_compare_ret_writes_the_comparison_and_can_rescore_the_pipeline_record(r
     assert groups["test:nq"]["auc"]["baseline"]["value"] == 0.5 and groups["test:nq"]["auc"]["candidate"]["value"] == 1
     assert groups["training"]["auc"]["candidate"]["value"] == 1.0
     assert written["results"]["record_matches"]["baseline"] == {"nq": 0.0, "triviaqa": 0.0}
-    assert written["command"].startswith("python -m lab compare-ret --candidate")
+    assert written["command"].startswith("python -m lab experiment ret_signal --candidate")
     assert written["corpus"].startswith("none")
     assert len(written["results"]["questions"]["test:nq"]) == 10
     figure = ret_signal_figure(written)
@@ -164,14 +165,14 @@ def test_compare_ret_writes_the_comparison_and_can_rescore_the_pipeline_record(r
     updated = json.loads(record_files["record"].read_text())
     assert (
         updated["rescored"]["command"].endswith("--update-record")
-        and updated["command"] == "python -m lab eval-pipeline"
+        and updated["command"] == "python -m lab experiment pipeline"
     )
     signals = {r["id"]: r["closed_book"]["signals"]["not_ret"] for r in updated["results"]["rows"]["test"]}
     assert round(signals["nq-test-0"], 6) == 0.9 and round(signals["nq-test-5"], 6) == 0.2
     assert updated["results"]["datasets"]["nq"]["auc"]["not_ret"]["value"] == 1.0
     from raqa.web.experiments_tab import experiment_caption
 
-    assert "eval-pipeline</code>, then <code>python -m lab compare-ret" in experiment_caption(updated)
+    assert "experiment pipeline</code>, then <code>python -m lab experiment ret_signal" in experiment_caption(updated)
 
 
 @pytest.mark.parametrize(
@@ -199,7 +200,7 @@ COMMITTED = sorted((ASSETS_DIR / "results").glob("ret_signal-*.json"))
 @pytest.mark.parametrize("path", COMMITTED, ids=[p.stem for p in COMMITTED])
 def test_the_committed_comparison_is_what_its_questions_give(path):
     record = json.loads(path.read_text(encoding="utf-8"))
-    assert record["command"].startswith("python -m lab compare-ret") and record["code_version"]
+    assert record["command"].startswith("python -m lab experiment ret_signal") and record["code_version"]
     questions = record["results"]["questions"]
     groups = {
         name: {

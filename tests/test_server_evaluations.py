@@ -105,7 +105,7 @@ def test_eval_pipeline_reads_its_windows_through_the_server(served) -> None:
     def read(question: str):
         return served.events(served.plan(question, RunForm("iterative", "forward", 3, 8, reader="base")))
 
-    local = FakeAdaptModel(knows_paris)  # the closed-book part stays local (eval-pipeline's memory)
+    local = FakeAdaptModel(knows_paris)  # the closed-book part stays local (experiment pipeline's memory)
     row = question_row(MONA_LISA, "nq", lambda q: closed_book(local, q), {n: read for n in READERS}, lambda a: True)
     assert set(row["readers"]) == set(READERS)
     assert all(r["windows_read"] >= 1 and r["verdict"] != "failed" for r in row["readers"].values())

@@ -256,7 +256,7 @@ def test_session_threads_do_not_leak(server):
 
 @pytest.fixture
 def cli_on_the_serving_corpus(monkeypatch, backend, cache):
-    """`python -m lab load-test/soak` on the serving corpus and scripted model, with animal questions."""
+    """`python -m lab bench load/soak` on the serving corpus and scripted model, with animal questions."""
     from lab.cli import main, ops
 
     pages = _pages()
@@ -270,9 +270,9 @@ def test_load_test_command_writes_its_measurements(cli_on_the_serving_corpus, tm
     import json
 
     out = tmp_path / "load.json"
-    assert cli_on_the_serving_corpus(["load-test", "--sessions", "6", "--out", str(out)]) == 0
+    assert cli_on_the_serving_corpus(["bench", "load", "--sessions", "6", "--out", str(out)]) == 0
     record = json.loads(out.read_text())
-    assert record["command"].startswith("python -m lab load-test --sessions 6")
+    assert record["command"].startswith("python -m lab bench load --sessions 6")
     for phase in ("off", "on"):  # a scripted model shares no passes: both phases run one at a time
         results = record["results"][phase]
         assert (results["sessions"], results["completed"], results["own_run_only"]) == (6, 6, 6)
@@ -286,7 +286,7 @@ def test_soak_command_writes_memory_after_every_run(cli_on_the_serving_corpus, t
     import json
 
     out = tmp_path / "soak.json"
-    assert cli_on_the_serving_corpus(["soak", "--runs", "12", "--questions", "4", "--out", str(out)]) == 0
+    assert cli_on_the_serving_corpus(["bench", "soak", "--runs", "12", "--questions", "4", "--out", str(out)]) == 0
     results = json.loads(out.read_text())["results"]
     assert results["runs"] == 12 and len(results["rss_mib"]) == 12 and len(results["seconds"]) == 12
     assert results["distinct_questions"] == 4

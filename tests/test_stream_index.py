@@ -61,11 +61,12 @@ def test_scale_bench_command_measures_a_generated_corpus(tmp_path, monkeypatch) 
     monkeypatch.setattr(ops, "sample_questions", lambda count, seed: ["Who painted the Mona Lisa?"] * count)
     out = tmp_path / "scale.json"
     assert (
-        main(["scale-bench", "--pages", "600", "--queries", "5", "--work", str(tmp_path / "w"), "--out", str(out)]) == 0
+        main(["bench", "scale", "--pages", "600", "--queries", "5", "--work", str(tmp_path / "w"), "--out", str(out)])
+        == 0
     )
     record = json.loads(out.read_text())
     result = record["results"]
-    assert record["command"].startswith("python -m lab scale-bench --pages 600")
+    assert record["command"].startswith("python -m lab bench scale --pages 600")
     assert result["pages"] == 600 and result["build"]["pages"] == 600 and result["build"]["postings"] > 600
     assert result["query_ms"]["n"] == 5 and result["rss_peak_mib"] > 0
     assert result["kilt_extrapolation"]["pages"] == 5_900_000 and result["kilt_extrapolation"]["build_hours"] > 0
@@ -76,6 +77,6 @@ def test_scale_bench_command_measures_a_generated_corpus(tmp_path, monkeypatch) 
 def test_scale_record_carries_the_shared_provenance() -> None:
     from lab.ops import scale
 
-    record = scale.record("python -m lab scale-bench --pages 600", {"pages": 600})
+    record = scale.record("python -m lab bench scale --pages 600", {"pages": 600})
     assert list(record)[:3] == ["measurement", "command", "results"] and record["results"] == {"pages": 600}
     assert {"code_version", "created", "machine", "load_average_before"} <= record.keys()

@@ -54,7 +54,7 @@ def test_without_the_adapters_the_tab_says_so(service):
     assert list(run_pipeline(service, "Everest?", "adapt", 0.5)) == [
         f'<div class="raqa-answer raqa-failed">{NO_ADAPT_MODEL}</div>'
     ]
-    with pytest.raises(ModelError, match="train-adapt"):
+    with pytest.raises(ModelError, match="train adapt"):
         decide(service, "Everest?", "never")
 
 

@@ -1,7 +1,7 @@
-"""The lab's command line, `python -m lab VERB ...`: parser.py holds the verbs (parser_eval.py the evaluation verbs'
-grammar); one module per group runs them (experiments.py: experiment, eval-adapt; pipeline_eval.py: eval-pipeline;
-badges.py: eval-badges; ret_signal.py: compare-ret; train.py: train-reader, train-adapt; judge.py: train-judge,
-calibrate-judge, fit-support; ops.py: bench, load-test, soak, scale-bench, time-start, deploy-space).
+"""The lab's command line, `python -m lab VERB NAME ...`: parser.py holds the four verbs and their names (parser_eval.py
+the experiments'); one module per group runs them (experiments.py: the registry's experiments and when_to_retrieve;
+pipeline_eval.py: pipeline; badges.py: badges; ret_signal.py: ret_signal; train.py: train reader and adapt; judge.py:
+train judge, judge-gate and support; ops.py: the bench names and deploy-space).
 """
 
 from __future__ import annotations

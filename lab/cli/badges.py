@@ -1,4 +1,4 @@
-"""`eval-badges`: the badge measured per question on NQ-open and TriviaQA test, before and after the support model.
+"""`experiment badges`: the badge measured per question on NQ-open and TriviaQA test, before and after the support model.
 
 Runs each question with the page's defaults under both badge rules (evaluation/badges.py), one row per question in
 a resumable JSONL, and writes `assets/results/badges-<datasets>.json` with `per_question` figures per dataset. With
@@ -49,7 +49,9 @@ def cmd_eval_badges(args: argparse.Namespace) -> int:
         concurrency = run_concurrency(args, service)
         reader, backend, base, judge = service.reading(None, RunSettings())
         if judge is None or judge.support is None:
-            raise ModelError("eval-badges needs the answer judge with its support model (assets/judge/support.json).")
+            raise ModelError(
+                "experiment badges needs the answer judge with its support model (assets/judge/support.json)."
+            )
     except (ValueError, QuestionsError, CorpusError, ModelError) as e:
         return error(e)
     start = time.perf_counter()
@@ -59,12 +61,12 @@ def cmd_eval_badges(args: argparse.Namespace) -> int:
     rows_path = Path(args.rows) if args.rows else out_dir / f"badges-{label}.rows.jsonl"
     # interleaved, so a run stopped early still covers every dataset evenly
     items = [(d, tests[d][i]) for i in range(args.limit) for d in args.datasets if i < len(tests[d])]
-    with counter_bar("eval-badges", len(items)) as bar, calls_at_once(concurrency):
+    with counter_bar("experiment badges", len(items)) as bar, calls_at_once(concurrency):
         rows = run_rows(
             items, service.index, backend, judge, base, PositiveIndex(service.pages), rows_path, lambda: bar.update(1)
         )
     command = command_line(
-        "eval-badges",
+        "experiment badges",
         datasets=args.datasets,
         limit=args.limit,
         seed=args.seed,

@@ -1,4 +1,4 @@
-"""`experiment NAME` and `eval-adapt`: parse, load, hand over to evaluation.registry, write the record.
+"""`experiment NAME` and `experiment when_to_retrieve`: parse, load, hand over to evaluation.registry, write the record.
 
 Exit status: 0 when the record is written, 2 on bad input (unknown reader, unreadable questions, missing
 adapters or corpus) before anything is measured.
@@ -135,7 +135,12 @@ def cmd_eval_adapt(args: argparse.Namespace) -> int:
     except (ValueError, QuestionsError, PopularityError, CorpusError, ModelError) as e:
         return error(e)
     command = command_line(
-        "eval-adapt", datasets=args.datasets, limit=args.limit, seed=args.seed, adapters=args.adapters, popqa=args.popqa
+        "experiment when_to_retrieve",
+        datasets=args.datasets,
+        limit=args.limit,
+        seed=args.seed,
+        adapters=args.adapters,
+        popqa=args.popqa,
     )
     about = {"command": command, "limit": args.limit, "seed": args.seed, "adapters": args.adapters}
     if server is not None:  # never and always retrieve: the served model; Adapt-LLM: the local adapter

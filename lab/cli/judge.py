@@ -1,9 +1,9 @@
-"""The judge's verbs (train-judge, calibrate-judge, fit-support): check the numbers, then hand over to lab.training
+"""The judge's verbs (train judge, train judge-gate, train support): check the numbers, then hand over to lab.training
 (torch loads there). The judge research that did not ship (compare-judges, train-verifier, judge-labels,
 gate-with-model, mined negatives) was retired once the badge came from the 1.5B's grader; its records stay in
 assets/results and name the commit that made them.
 
-Each prints a short JSON summary on stdout; exit status 2 on bad input. With --measure-only, train-judge refits
+Each prints a short JSON summary on stdout; exit status 2 on bad input. With --measure-only, train judge refits
 (p_answer, threshold) and measures again a trained judge folder, no training.
 """
 
@@ -46,7 +46,7 @@ def cmd_train_judge(args: argparse.Namespace) -> int:
         return error(e)
     lora = args.method == "lora"
     command = command_line(
-        "train-judge",
+        "train judge",
         method=args.method,
         epochs=args.epochs,
         lr=args.lr,
@@ -67,7 +67,7 @@ def cmd_train_judge(args: argparse.Namespace) -> int:
     cache = Path(args.cache) if args.cache else default_cache_dir()
     if args.measure_only:
         try:
-            card = remeasure(Path(args.out), cache, command_line("train-judge", measure_only=True, out=args.out), say)
+            card = remeasure(Path(args.out), cache, command_line("train judge", measure_only=True, out=args.out), say)
         except ModelError as e:
             return error(e)
     else:
@@ -88,7 +88,7 @@ def cmd_calibrate_judge(args: argparse.Namespace) -> int:
 
     if not 0 < args.max_false < 1:
         return error(f"--max-false must be between 0 and 1, got {args.max_false}.")
-    command = command_line("calibrate-judge", max_false=args.max_false, out=args.out)
+    command = command_line("train judge-gate", max_false=args.max_false, out=args.out)
     try:
         gate = calibrate_folder(Path(args.out), Path(args.cache or default_cache_dir()), command, args.max_false, say)
     except ModelError as e:
@@ -103,7 +103,11 @@ def cmd_fit_support(args: argparse.Namespace) -> int:
     if not 0 < args.precision <= 1 or not 0 <= args.max_unanswerable <= 1 or not 2 <= args.folds <= 20:
         return error("--precision must be in (0, 1], --max-unanswerable in [0, 1], --folds from 2 to 20.")
     command = command_line(
-        "fit-support", precision=args.precision, max_unanswerable=args.max_unanswerable, folds=args.folds, out=args.out
+        "train support",
+        precision=args.precision,
+        max_unanswerable=args.max_unanswerable,
+        folds=args.folds,
+        out=args.out,
     )
     cache = Path(args.cache or default_cache_dir())
     try:

@@ -1,5 +1,5 @@
-"""`bench`, `load-test`, `soak`, `scale-bench`: measurements of this machine, each written as a JSON record;
-`time-start`: `python app.py` to a usable page (lab/ops/page_start.py); `deploy-space`: this checkout as a
+"""`bench speed`, `bench load`, `bench soak`, `bench scale`: measurements of this machine, each written as a JSON record;
+`bench start`: `python app.py` to a usable page (lab/ops/page_start.py); `deploy-space`: this checkout as a
 Hugging Face Space (lab/ops/deploy_space.py).
 
 The measuring lives in lab.ops; here the options become its arguments, and its results a summary line on
@@ -68,7 +68,7 @@ def cmd_load_test(args: argparse.Namespace) -> int:
     packed_ratio = phases["on"]["p95_s"] / phases["on_fp32_weights"]["p95_s"]
     print(f"p95 on / off: {ratio:.2f}x (target <= 0.5x); packed / fp32 weights: {packed_ratio:.2f}x")
     command = command_line(
-        "load-test", sessions=args.sessions, window=args.window, k=args.k, seed=args.seed, out=args.out
+        "bench load", sessions=args.sessions, window=args.window, k=args.k, seed=args.seed, out=args.out
     )
     results = {
         **phases,
@@ -104,7 +104,7 @@ def load_readers(args: argparse.Namespace) -> int:
     speed = reader_load.decode_parity(big, long_reply, gguf=gguf)
     say(f"  ours {speed['decode_tok_s']:.1f} tok/s, llama.cpp alone {speed['llama_cpp_alone_decode_tok_s']:.1f} tok/s")
     command = command_line(
-        "load-test",
+        "bench load",
         readers=True,
         visitors=args.visitors,
         solo=args.solo,
@@ -138,7 +138,13 @@ def cmd_soak(args: argparse.Namespace) -> int:
         f"{result['rss_last_mib']:.0f} MiB at the end ({result['growth_after_warmup_mib']:+.1f} MiB)"
     )
     command = command_line(
-        "soak", runs=args.runs, questions=args.questions, window=args.window, k=args.k, seed=args.seed, out=args.out
+        "bench soak",
+        runs=args.runs,
+        questions=args.questions,
+        window=args.window,
+        k=args.k,
+        seed=args.seed,
+        out=args.out,
     )
     write_and_say(args.out, reliability.record("soak", command, service, result))
     return 0
@@ -157,7 +163,7 @@ def cmd_scale_bench(args: argparse.Namespace) -> int:
         f"index {result['index_mib']:.0f} MiB; query p50 {q['p50']:.1f} ms, p95 {q['p95']:.1f} ms"
     )
     if args.out:
-        command = command_line("scale-bench", pages=args.pages, queries=args.queries, out=args.out)
+        command = command_line("bench scale", pages=args.pages, queries=args.queries, out=args.out)
         write_and_say(args.out, scale.record(command, result))
     return 0
 
@@ -192,7 +198,7 @@ def cmd_time_start(args: argparse.Namespace) -> int:
 
     if args.out:
         result = page_start.fresh_and_warm(args.python, space=not args.not_space)
-        command = command_line("time-start", not_space=args.not_space or None, out=args.out)
+        command = command_line("bench start", not_space=args.not_space or None, out=args.out)
         write_and_say(args.out, {"measurement": "page_start", "command": command, **provenance(), "results": result})
         return 0
     try:

@@ -1,7 +1,11 @@
-"""The lab's command line, `python -m lab VERB ...`: training, the experiments and evaluations, benchmarks, load and
-soak tests, deploy. The demo's verbs are `python -m raqa` (raqa/cli); the options both share are raqa/cli/options.py.
+"""The lab's command line, four verbs: `python -m lab train NAME`, `experiment NAME`, `bench NAME` and `deploy-space`.
+The demo's verbs are `python -m raqa` (raqa/cli); the options both share are raqa/cli/options.py.
 
-Each verb names its command function as "module:function" under lab.cli, imported only when that verb runs.
+    train       reader, adapt, judge, judge-gate, support
+    experiment  the registry's experiments (evaluation/registry.py), and when_to_retrieve, pipeline, badges, ret_signal
+    bench       speed, load, soak, scale, start
+
+Each NAME names its command function as "module:function" under lab.cli, imported only when that NAME runs.
 """
 
 from __future__ import annotations
@@ -10,15 +14,7 @@ import argparse
 import os
 import sys
 
-from lab.cli.parser_eval import (
-    compare_ret_verb,
-    dataset_list,
-    eval_adapt_verb,
-    eval_badges_verb,
-    eval_pipeline_verb,
-    experiment_verb,
-    lab_command,
-)
+from lab.cli.parser_eval import dataset_list, experiment_verb, lab_command
 from raqa.cli.options import add_model_options
 from raqa.config import RunSettings
 
@@ -26,25 +22,20 @@ from raqa.config import RunSettings
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m lab", description="Train, measure and deploy raqa.")
     sub = parser.add_subparsers(dest="command", required=True)
-    verbs = (
-        _bench,
-        experiment_verb,
-        _train_reader,
-        _train_adapt,
-        eval_adapt_verb,
-        _load_test,
-        _soak,
-        _scale_bench,
-        _time_start,
-        _deploy_space,
-        _train_judge,
-        eval_pipeline_verb,
-        eval_badges_verb,
-        compare_ret_verb,
-    )
-    for add in verbs:
-        add(sub)
+    train = _group(sub, "train", "train an adapter or the answer judge, or fit the judge's gate and support")
+    for add in (_train_reader, _train_adapt, _train_judge):
+        add(train)
+    experiment_verb(sub)
+    bench = _group(sub, "bench", "speed, load, memory, scale and start time on this machine")
+    for add in (_bench, _load_test, _soak, _scale_bench, _time_start):
+        add(bench)
+    _deploy_space(sub)
     return parser
+
+
+def _group(sub, verb: str, help: str):
+    """A verb whose first argument names what it runs: `python -m lab VERB NAME [options]`."""
+    return sub.add_parser(verb, help=help).add_subparsers(dest="name", required=True, metavar="NAME")
 
 
 def _lora_options(parser: argparse.ArgumentParser, epochs: int) -> None:
@@ -55,7 +46,7 @@ def _lora_options(parser: argparse.ArgumentParser, epochs: int) -> None:
 
 
 def _train_reader(sub) -> None:
-    train = sub.add_parser("train-reader", help="build dev-split windows, train the abstention-tuned LoRA reader")
+    train = sub.add_parser("reader", help="build dev-split windows, train the abstention-tuned LoRA reader")
     train.add_argument("--limit", type=int, default=560, help="training windows, half positive, half negative")
     _lora_options(train, epochs=1)
     train.add_argument("--accumulation", type=int, default=4, help="windows per optimiser step")
@@ -69,7 +60,7 @@ def _train_reader(sub) -> None:
 
 
 def _train_judge(sub) -> None:
-    judge = sub.add_parser("train-judge", help="train the answer judge (MiniLM QA head) on dev pages; measure on test")
+    judge = sub.add_parser("judge", help="train the answer judge (MiniLM QA head) on dev pages; measure on test")
     judge.add_argument("--method", default="full", choices=["full", "lora"], help="every weight, or LoRA + QA head")
     judge.add_argument("--epochs", type=int, default=2)
     judge.add_argument("--lr", type=float, default=5e-5)
@@ -104,12 +95,12 @@ def _train_judge(sub) -> None:
         help="no training: refit p_answer and the threshold of the judge in --out and measure it again",
     )
     judge.set_defaults(func=lab_command("judge:cmd_train_judge"))
-    gate = sub.add_parser("calibrate-judge", help="choose the model + judge reader's gate on held-out dev windows")
+    gate = sub.add_parser("judge-gate", help="choose the model + judge reader's gate on held-out dev windows")
     gate.add_argument("--max-false", type=float, default=0.2, help="share of answer-free dev windows let through")
     gate.add_argument("--out", default="assets/judge", help="the judge folder whose card gets the gate")
     gate.add_argument("--cache", help="cache folder for the index (env RAQA_CACHE)")
     gate.set_defaults(func=lab_command("judge:cmd_calibrate_judge"))
-    support = sub.add_parser("fit-support", help="fit the support probability and the badge's thresholds on dev")
+    support = sub.add_parser("support", help="fit the support probability and the badge's thresholds on dev")
     support.add_argument("--precision", type=float, default=0.9, help="what a green (Answered) badge must reach on dev")
     support.add_argument(
         "--max-unanswerable",
@@ -124,7 +115,7 @@ def _train_judge(sub) -> None:
 
 
 def _train_adapt(sub) -> None:
-    adapt = sub.add_parser("train-adapt", help="label dev questions zero-shot; train Adapt-LLM, NR-LLM, AR-LLM")
+    adapt = sub.add_parser("adapt", help="label dev questions zero-shot; train Adapt-LLM, NR-LLM, AR-LLM")
     adapt.add_argument("--limit", type=int, default=300, help="dev questions per dataset")
     adapt.add_argument("--datasets", type=dataset_list, default=["nq", "triviaqa"], help="comma-separated")
     _lora_options(adapt, epochs=3)
@@ -140,7 +131,7 @@ def _train_adapt(sub) -> None:
 
 
 def _bench(sub) -> None:
-    bench = sub.add_parser("bench", help="measure retrieval, model and first-verdict speed on this machine")
+    bench = sub.add_parser("speed", help="measure retrieval, model and first-verdict speed on this machine")
     bench.add_argument("--queries", type=int, default=500, help="real questions for the retrieval latency")
     bench.add_argument("--token-questions", type=int, default=50, help="questions for iterative vs Top-K tokens")
     bench.add_argument(
@@ -155,7 +146,7 @@ def _bench(sub) -> None:
 
 
 def _load_test(sub) -> None:
-    load = sub.add_parser("load-test", help="many sessions at once through the served page's API (real model)")
+    load = sub.add_parser("load", help="many sessions at once through the served page's API (real model)")
     load.add_argument("--sessions", type=int, default=20)
     load.add_argument("--window", type=int, default=RunSettings.window, help="the page's default")
     load.add_argument("--k", type=int, default=RunSettings.k, help="the page's default")
@@ -185,7 +176,7 @@ def _soak(sub) -> None:
 
 
 def _scale_bench(sub) -> None:
-    scale = sub.add_parser("scale-bench", help="index a generated corpus of many pages; time, memory, latency")
+    scale = sub.add_parser("scale", help="index a generated corpus of many pages; time, memory, latency")
     scale.add_argument("--pages", type=int, default=200_000)
     scale.add_argument("--queries", type=int, default=500, help="NQ-open test questions timed")
     scale.add_argument("--seed", type=int, default=0)
@@ -203,7 +194,7 @@ def _deploy_space(sub) -> None:
 
 
 def _time_start(sub) -> None:
-    start = sub.add_parser("time-start", help="seconds from `python app.py` to a usable page, started as on a Space")
+    start = sub.add_parser("start", help="seconds from `python app.py` to a usable page, started as on a Space")
     start.add_argument("--python", default=sys.executable, help="the interpreter (a fresh virtual environment's)")
     start.add_argument("--cache", help="RAQA_CACHE for the app (an empty folder: a fresh start)")
     start.add_argument("--not-space", action="store_true", help="leave SPACE_ID unset (no install, no limits)")

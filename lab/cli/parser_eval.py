@@ -1,7 +1,9 @@
-"""The grammar of the evaluation verbs: `experiment`, `eval-adapt`, `eval-pipeline`, `eval-badges`, `compare-ret`.
+"""The grammar of `python -m lab experiment NAME`: each experiment of the registry (evaluation/registry.py), with the
+options they share, and the four evaluations with options of their own, named as their records name them:
+`when_to_retrieve` (the Adapt-LLM paper's table), `pipeline` (both papers in one run), `badges` and `ret_signal`.
 
 Each can read through a model server (`--endpoint NAME --concurrency N`) and keeps its work in a resumable JSONL
-(`--rows`), so a long run stops and continues. parser.py places them among the other verbs.
+(`--rows`), so a long run stops and continues. parser.py places the verb among the others.
 """
 
 from __future__ import annotations
@@ -37,8 +39,20 @@ def add_rows_option(parser: argparse.ArgumentParser, default: str) -> None:
 
 
 def experiment_verb(sub) -> None:
-    experiment = sub.add_parser("experiment", help="rerun one of the paper's experiments and write its JSON")
-    experiment.add_argument("name", choices=list(EXPERIMENTS))
+    names = sub.add_parser("experiment", help="rerun one of the experiments or evaluations and write its record")
+    names = names.add_subparsers(dest="name", required=True, metavar="NAME")
+    shared = _registry_options()
+    for name in EXPERIMENTS:
+        names.add_parser(name, parents=[shared], help=f"the {name} experiment (evaluation/registry.py)")
+    _eval_adapt(names)
+    _eval_pipeline(names)
+    _eval_badges(names)
+    _compare_ret(names)
+
+
+def _registry_options() -> argparse.ArgumentParser:
+    """The options every experiment of the registry takes (each uses those its entry declares)."""
+    experiment = argparse.ArgumentParser(add_help=False)
     experiment.add_argument("--dataset", default="nq", choices=DATASETS)
     experiment.add_argument(
         "--limit", type=int, help="questions (recall, Top-K, windows) or windows/questions per kind"
@@ -73,6 +87,7 @@ def experiment_verb(sub) -> None:
     add_rows_option(experiment, "RAQA_CACHE/experiments/NAME-LABEL.rows.jsonl, one row per model call")
     add_model_options(experiment)
     experiment.set_defaults(func=lab_command("experiments:cmd_experiment"))
+    return experiment
 
 
 def _test_set_verb(sub, name: str, help: str, limit: int, rows: str, target: str):
@@ -90,10 +105,10 @@ def _test_set_verb(sub, name: str, help: str, limit: int, rows: str, target: str
     return verb
 
 
-def eval_adapt_verb(sub) -> None:
+def _eval_adapt(sub) -> None:
     evaluate = _test_set_verb(
         sub,
-        "eval-adapt",
+        "when_to_retrieve",
         "NR-LLM, AR-LLM, Adapt-LLM (and popularity) on test questions",
         200,
         "RAQA_CACHE/eval-adapt/rows.jsonl",
@@ -103,10 +118,10 @@ def eval_adapt_verb(sub) -> None:
     evaluate.add_argument("--popqa", help="a PopQA-format TSV (question, possible_answers, s_pop): adds the baseline")
 
 
-def eval_pipeline_verb(sub) -> None:
+def _eval_pipeline(sub) -> None:
     evaluate = _test_set_verb(
         sub,
-        "eval-pipeline",
+        "pipeline",
         "every decision policy and reader, with abstention, on test",
         300,
         "RAQA_CACHE/eval-pipeline/rows.jsonl",
@@ -115,10 +130,10 @@ def eval_pipeline_verb(sub) -> None:
     evaluate.add_argument("--dev", type=int, default=60, help="dev questions per dataset to choose thresholds on")
 
 
-def eval_badges_verb(sub) -> None:
+def _eval_badges(sub) -> None:
     _test_set_verb(
         sub,
-        "eval-badges",
+        "badges",
         "the badge per question on test, before and after the support model",
         300,
         "beside the record, badges-<datasets>.rows.jsonl",
@@ -126,8 +141,8 @@ def eval_badges_verb(sub) -> None:
     )
 
 
-def compare_ret_verb(sub) -> None:
-    ret = sub.add_parser("compare-ret", help="is a candidate Adapt-LLM adapter's P(<RET>) more informative?")
+def _compare_ret(sub) -> None:
+    ret = sub.add_parser("ret_signal", help="is a candidate Adapt-LLM adapter's P(<RET>) more informative?")
     ret.add_argument("--candidate", required=True, help="the candidate adapt adapter's folder")
     ret.add_argument("--baseline", default="assets/adapt/adapt", help="the adapter it is compared with")
     ret.add_argument("--record", default="assets/results/pipeline-nq+triviaqa.json", help="the pipeline record")

@@ -1,4 +1,4 @@
-"""`python -m lab eval-pipeline`: the When-to-retrieve pipeline measured on NQ-open and TriviaQA test.
+"""`python -m lab experiment pipeline`: the When-to-retrieve pipeline measured on NQ-open and TriviaQA test.
 
 It makes one row per question (lab/evaluation/when_to_retrieve.py, resumable from its JSONL file), scores every policy
 and reader with thresholds chosen on dev questions (lab/evaluation/when_to_retrieve_scores.py) and writes the result
@@ -42,7 +42,7 @@ def cmd_eval_pipeline(args: argparse.Namespace) -> int:
         if args.limit < 1 or args.dev < 1:
             raise ValueError(f"--limit and --dev must be 1 or more, got {args.limit} and {args.dev}.")
         tests = {d: question_sets.load_questions(d, "test", args.limit, args.seed) for d in args.datasets}
-        # dev questions other than the ones Algorithm 1 labelled for training (train-adapt: dev, seed 0)
+        # dev questions other than the ones Algorithm 1 labelled for training (train adapt: dev, seed 0)
         trained = {d: {i.id for i in question_sets.load_questions(d, "dev", 300, 0)} for d in args.datasets}
         devs = {
             d: [
@@ -55,7 +55,7 @@ def cmd_eval_pipeline(args: argparse.Namespace) -> int:
         service = Service.load(app_config(args), progress=say)
         model = service.adapt_model()
         if model is None:
-            raise ModelError("eval-pipeline needs the Adapt-LLM adapters (assets/adapt) on the embedded model.")
+            raise ModelError("experiment pipeline needs the Adapt-LLM adapters (assets/adapt) on the embedded model.")
         service = served_by(service, args.endpoint) if args.endpoint else service  # the readers; memory stays local
         concurrency = run_concurrency(args, service)
     except (ValueError, QuestionsError, CorpusError, ModelError) as e:
@@ -77,11 +77,11 @@ def cmd_eval_pipeline(args: argparse.Namespace) -> int:
     readers = {name: reader(name) for name in READERS}
     positives = PositiveIndex(service.pages)
     dev_work, test_work = interleave(devs, "dev"), interleave(tests, "test")
-    with counter_bar("eval-pipeline dev (closed-book)", len(dev_work)) as bar:
+    with counter_bar("experiment pipeline dev (closed-book)", len(dev_work)) as bar:
         dev_rows = make_rows(
             dev_work, rows_path, key, lambda d, s, item: dev_row(item, d, answer), lambda: bar.update(1)
         )
-    with counter_bar("eval-pipeline test", len(test_work)) as bar, calls_at_once(concurrency):
+    with counter_bar("experiment pipeline test", len(test_work)) as bar, calls_at_once(concurrency):
         test_rows = make_rows(
             test_work,
             rows_path,
@@ -93,7 +93,7 @@ def cmd_eval_pipeline(args: argparse.Namespace) -> int:
     results = summarise(dev_rows, test_rows)
     results["examples"] = example_decisions(model, results)
     command = (
-        f"python -m lab eval-pipeline --datasets {','.join(args.datasets)} --limit {args.limit} "
+        f"python -m lab experiment pipeline --datasets {','.join(args.datasets)} --limit {args.limit} "
         f"--dev {args.dev} --seed {args.seed}"
     )
     if args.endpoint:

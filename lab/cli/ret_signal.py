@@ -1,4 +1,4 @@
-"""`compare-ret`: measure a candidate Adapt-LLM adapter's P(<RET>) against a baseline's on the pipeline
+"""`experiment ret_signal`: measure a candidate Adapt-LLM adapter's P(<RET>) against a baseline's on the pipeline
 record's questions (evaluation/ret_signal.py), and write the comparison as a result record.
 
 With --update-record the pipeline record is scored again with the candidate's P(<RET>) in every row (nothing
@@ -111,7 +111,11 @@ def cmd_compare_ret(args: argparse.Namespace) -> int:
         for n, g in groups.items()
     }
     command = command_line(
-        "compare-ret", candidate=args.candidate, baseline=args.baseline, record=args.record, training=args.training
+        "experiment ret_signal",
+        candidate=args.candidate,
+        baseline=args.baseline,
+        record=args.record,
+        training=args.training,
     )
     about = {
         "command": command,

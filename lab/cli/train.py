@@ -1,4 +1,4 @@
-"""`train-reader` and `train-adapt`: check the numbers, then hand over to lab.training (torch loads there).
+"""`train reader` and `train adapt`: check the numbers, then hand over to lab.training (torch loads there).
 
 Each prints a short JSON summary on stdout; exit status 2 on bad input, before any data is built.
 """
@@ -31,13 +31,13 @@ def cmd_train_reader(args: argparse.Namespace) -> int:
         alpha=args.alpha,
         lr=args.lr,
         epochs=args.epochs,
-        batch=args.accumulation,  # train-reader calls the windows per optimiser step --accumulation
+        batch=args.accumulation,  # train reader calls the windows per optimiser step --accumulation
         verdict_weight=args.verdict_weight,
         page_tokens=args.page_tokens,
         seed=args.seed,
     )
     command = command_line(
-        "train-reader",
+        "train reader",
         limit=args.limit,
         epochs=args.epochs,
         lr=args.lr,
@@ -83,7 +83,7 @@ def cmd_train_adapt(args: argparse.Namespace) -> int:
     except ValueError as e:
         return error(e)
     command = command_line(
-        "train-adapt",
+        "train adapt",
         limit=args.limit,
         datasets=args.datasets,
         epochs=args.epochs,

@@ -1,4 +1,4 @@
-"""eval-adapt's run (python -m lab eval-adapt): NR-LLM, AR-LLM and Adapt-LLM on each test set, the popularity
+"""experiment when_to_retrieve's run (python -m lab experiment when_to_retrieve): NR-LLM, AR-LLM and Adapt-LLM on each test set, the popularity
 baseline on PopQA, each set's summary (policy_scores.py) and the record's provenance; the record is named
 when_to_retrieve. Left out: the rows themselves (when_to_retrieve.py) and options and printing (cli/experiments.py).
 """
@@ -36,12 +36,12 @@ def run_eval_adapt(
     start = time.perf_counter()
     results: dict = {"datasets": {}, "rows": {}}
     for dataset, items in sets.items():
-        with bar(f"eval-adapt {dataset}", len(items)) as shown:
+        with bar(f"experiment when_to_retrieve {dataset}", len(items)) as shown:
             made = evaluate(items, model, search, lambda shown=shown: shown.update(1), rows, dataset)
         results["datasets"][dataset] = summarise_policies(made)
         results["rows"][dataset] = made
     if popqa:
-        with bar("eval-adapt popqa", len(popqa)) as shown:
+        with bar("experiment when_to_retrieve popqa", len(popqa)) as shown:
             pop = popularity_rows(popqa, model, search, about["seed"], lambda: shown.update(1), rows)
         summary = summarise_policies(pop["rows"])
         results["datasets"]["popqa"] = {**summary, "threshold": pop["threshold"], "dev_n": pop["dev_n"]}

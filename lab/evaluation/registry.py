@@ -4,7 +4,7 @@
 to draw per question or window kept, and whether it needs the model. `question_pool` draws the questions,
 `run` times the runner and assembles the record's provenance (`Run.about`), and the caller saves it with
 `write_record(name, dataset, run.results, run.about, out_dir)`. The When-to-retrieve evaluation
-(`python -m lab eval-adapt`) does the same in eval_adapt.py.
+(`python -m lab experiment when_to_retrieve`) does the same in eval_adapt.py.
 
 Readers come from the service (`Service.reader`), so an experiment reads with exactly the backend and
 calibrated settings a page visitor or `ask --reader` would get. Left out here: parsing options, printing

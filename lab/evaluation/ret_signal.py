@@ -1,4 +1,4 @@
-"""`python -m lab compare-ret`: is one Adapt-LLM adapter's P(<RET>) more informative than another's?
+"""`python -m lab experiment ret_signal`: is one Adapt-LLM adapter's P(<RET>) more informative than another's?
 
 Both adapters are asked for P(the reply starts with <RET>) on the same questions (the parametric prompt the
 pipeline's adapt policy reads), as named adapters on one copy of the base weights:

@@ -1,9 +1,9 @@
-"""The When-to-retrieve pipeline's scores (eval-pipeline), from the evaluation's rows (when_to_retrieve.py).
+"""The When-to-retrieve pipeline's scores (experiment pipeline), from the evaluation's rows (when_to_retrieve.py).
 
 Every configuration (closed-book at a signal's dev-chosen threshold, always retrieve, or
 a policy deciding and a reader's windows ending it) by accuracy, coverage, selective accuracy and "I don't know" where
 the corpus has no answer; thresholds by Youden's J on dev rows, never on test; risk-coverage curves and AUCs.
-Left out: eval-adapt's scores of the Adapt-LLM paper's policies (policy_scores.py), from the same rows.
+Left out: experiment when_to_retrieve's scores of the Adapt-LLM paper's policies (policy_scores.py), from the same rows.
 """
 
 from __future__ import annotations

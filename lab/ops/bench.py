@@ -1,4 +1,4 @@
-"""`python -m lab bench`: how fast retrieval, the model and the first verdict are on this machine.
+"""`python -m lab bench speed`: how fast retrieval, the model and the first verdict are on this machine.
 
 One run measures, with real NQ-open test questions (questions.py):
     index     BM25 build into an empty cache, and the cached memory-mapped load;
@@ -199,7 +199,7 @@ def rerun_command(args: argparse.Namespace) -> str:
     speed_questions = getattr(args, "speed_questions", SPEED_QUESTIONS)
     named = {name: getattr(args, name, None) for name in ("no_llama_cpp", "corpus", "model", "adapter", "out")}
     return command_line(
-        "bench",
+        "bench speed",
         queries=args.queries,
         token_questions=args.token_questions,
         speed_questions=speed_questions if speed_questions != SPEED_QUESTIONS else None,

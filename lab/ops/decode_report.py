@@ -61,7 +61,7 @@ def markdown_table(records: dict) -> str:
     l_exact, l_packed = load["on_fp32_weights"], load["on"]
     sessions = l_packed["sessions"]
     lines.append(
-        f"| {sessions} sessions at once, time to a complete run p95 (`load-test.json`) | {l_exact['p95_s']:.1f} s | "
+        f"| {sessions} sessions at once, time to a complete run p95 (`bench load.json`) | {l_exact['p95_s']:.1f} s | "
         f"{l_packed['p95_s']:.1f} s | {l_packed['p95_s'] / l_exact['p95_s']:.2f}x | <= 30 s: "
         + ("met" if l_packed["p95_s"] <= 30 else "**missed**")
         + " |"

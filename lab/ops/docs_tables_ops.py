@@ -132,7 +132,7 @@ def _verdict(value: float | None, limit: float) -> str:
 
 
 def readers_load() -> str:
-    """The 1.5B and the small model side by side under a class (`load-test --readers`), each row with its target."""
+    """The 1.5B and the small model side by side under a class (`bench load --readers`), each row with its target."""
     path = "assets/results/load-readers.json"
     r = load_record(path)
     big, small, speed = r["load"], r["load_small_model"], r["speed"]["reader_1p5b"]
@@ -244,7 +244,7 @@ def readme_speed() -> str:
 
 
 def page_start() -> str:
-    """`python app.py` to a usable page on a new, empty cache and again warm (`time-start --out`)."""
+    """`python app.py` to a usable page on a new, empty cache and again warm (`bench start --out`)."""
     path = "assets/results/page-start.json"
     r = load_record(path)
     fresh, warm = r["results"]["fresh"], r["results"]["warm"]

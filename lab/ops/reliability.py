@@ -4,8 +4,8 @@
 through its `run_events` API with gradio_client (one Client per session, so one queue session each,
 in the same queue and on the same worker as the page's own runs), all at once, and times each to
 completion, keeping the run's events (the JSON of `ask --json`), not the page's HTML; `soak` runs one
-question after another through Service.plan/events and records the process's memory. `python -m lab load-test` and
-`python -m lab soak` use them on the real model and write result files; tests/test_serving.py uses
+question after another through Service.plan/events and records the process's memory. `python -m lab bench load` and
+`python -m lab bench soak` use them on the real model and write result files; tests/test_serving.py uses
 them on a scripted model. Left out: a network between client and server, and more than one server
 process (a Space runs one).
 """

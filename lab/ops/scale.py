@@ -1,4 +1,4 @@
-"""`python -m lab scale-bench`: index a generated corpus of many pages and measure time, memory and latency.
+"""`python -m lab bench scale`: index a generated corpus of many pages and measure time, memory and latency.
 
 The generated pages are made of real sentences: each takes a title and 3 to 8 sentences drawn at random
 (seeded) from the embedded Wikipedia lead sections, so word statistics are those of Wikipedia while the

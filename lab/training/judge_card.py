@@ -1,5 +1,5 @@
 """The answer judge's card: its README (how it was trained, how it does on test pages, its gate and earlier runs)
-and the support model's section, written beside raqa_judge.json by train-judge, calibrate-judge and fit-support.
+and the support model's section, written beside raqa_judge.json by train judge, train judge-gate and train support.
 Left out: measuring (judge_eval.py) and fitting (support_fit.py); this module only formats what they measured.
 """
 
@@ -135,7 +135,7 @@ extraction.
 
 
 def _gate(card: dict) -> str:
-    """The model + judge reader's gate per window size, when calibrate-judge has written one."""
+    """The model + judge reader's gate per window size, when train judge-gate has written one."""
     gate = card.get("gate")
     if not gate:
         return ""
@@ -163,7 +163,7 @@ def _history(card: dict) -> str:
 
 def write_card(out, card: dict) -> None:
     """The card (raqa_judge.json, which the runtime reads) and its README, with the support model's section when
-    the folder has a support.json (fit-support)."""
+    the folder has a support.json (train support)."""
 
     (out / CARD_FILE).write_text(json.dumps(card, indent=1, ensure_ascii=False) + "\n")
     support = out / SUPPORT_FILE

@@ -3,10 +3,10 @@
 Selective generation (Joren et al., *Sufficient Context*, ICLR 2025): the model's answer to a window stands only
 when the judge's best page in it reaches a threshold. A window of w pages is judged by its best page, so the
 more pages, the higher an answer-free window's best score: the threshold is chosen per window size. For each
-w, the held-out dev questions of train-judge (never trained on, never test) give answer-free windows (the one
+w, the held-out dev questions of train judge (never trained on, never test) give answer-free windows (the one
 just before the first answer-bearing window, positives.sample_windows) and answer-bearing ones; the threshold
 is the lowest at which the judge passes at most `max_false` of the answer-free windows (the model answers
-nearly every window it is asked about, so this bounds its false answers). `python -m lab calibrate-judge`
+nearly every window it is asked about, so this bounds its false answers). `python -m lab train judge-gate`
 writes the result into the judge's card ("gate"); AnswerJudge.gate(w) reads it back.
 Left out here: training the judge (judge.py) and the runtime gate (reading/judged.py).
 """

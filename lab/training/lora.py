@@ -1,4 +1,4 @@
-"""LoRA fine-tuning on (chat prompt -> target reply) examples: the one trainer behind train-reader and train-adapt.
+"""LoRA fine-tuning on (chat prompt -> target reply) examples: the one trainer behind train reader and train adapt.
 
 One loop driven by one `LoraSettings`, with a config per use (`READER_LORA`, `ADAPT_LORA`). An optimiser step
 sees `batch` examples, run as forward passes of `micro_batch` examples of similar length (left-padded) with
@@ -52,7 +52,7 @@ class LoraSettings:
     average: str = "tokens"  # "tokens": every target token of a step weighs the same; "replies": every example
     verdict_weight: float = 0.0  # share of the loss on each target's first token; the rest is the average
     shared_prefix: bool = False  # run the prompt prefix shared by examples once per step, without gradients
-    # the reader's training windows (train-reader only; None elsewhere)
+    # the reader's training windows (train reader only; None elsewhere)
     page_tokens: int | None = None  # pages cut to this many tokens (shorter = faster)
     shots: int | None = None  # worked examples in the prompt
 
@@ -75,10 +75,10 @@ class LoraSettings:
         return {**asdict(self), "target_modules": list(self.target_modules)}
 
 
-# Adapt-LLM, NR-LLM and AR-LLM (train-adapt): the paper's r and batch, length-sorted micro-batches.
+# Adapt-LLM, NR-LLM and AR-LLM (train adapt): the paper's r and batch, length-sorted micro-batches.
 ADAPT_LORA = LoraSettings(epochs=3, batch=128, micro_batch=8, target_modules=("q_proj", "v_proj"))
 
-# The abstention-tuned reader (train-reader): one window per forward pass, continuing from the shared prefix.
+# The abstention-tuned reader (train reader): one window per forward pass, continuing from the shared prefix.
 READER_LORA = LoraSettings(
     target_modules=("q_proj", "k_proj", "v_proj", "o_proj"),
     warmup_steps=4,

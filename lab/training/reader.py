@@ -1,4 +1,4 @@
-"""`python -m lab train-reader`: train the abstention-tuned reader with LoRA and calibrate its threshold.
+"""`python -m lab train reader`: train the abstention-tuned reader with LoRA and calibrate its threshold.
 
 The model learns the demo's reply on windows from reader_data.py, with the one LoRA trainer (lora.py) under
 `READER_LORA`: loss on the reply tokens only, each window's reply weighing the same, half of it on the first
@@ -164,7 +164,7 @@ def train_reader(
     say(f"Scoring the base model on {len(held_neg)} negative and {len(held_pos)} positive held-out dev windows")
     base = base_scores(held_pos, held_neg, backend, demo)
     encoded = [encode_window(e, backend.tokenizer, settings.page_tokens, settings.shots) for e in examples]
-    with tqdm(total=len(encoded) * settings.epochs, desc="train-reader", unit="window") as bar:
+    with tqdm(total=len(encoded) * settings.epochs, desc="train reader", unit="window") as bar:
 
         def progress(done: int, stats: dict) -> None:
             bar.update(done - bar.n)

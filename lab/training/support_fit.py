@@ -1,6 +1,6 @@
 """Fit the support model (reading/support.py) and choose the badge's thresholds on held-out dev questions.
 
-For each of train-judge's held-out dev questions (never trained on; NQ-open and TriviaQA dev, never test,
+For each of train judge's held-out dev questions (never trained on; NQ-open and TriviaQA dev, never test,
 never WebQuestions or CuratedTREC), the judge reads BM25's top CONTEXT_RANKS pages; every page where it finds
 an answer is one row: its FEATURES and whether the extraction holds a gold answer (metrics.answer_contained).
 A logistic regression (ridge, Newton's method) is fitted on all rows; the thresholds are chosen on out-of-fold
@@ -263,7 +263,7 @@ def fit_folder(
     model = fit(rows, folds, precision, max_unanswerable)
     about = {
         "command": command,
-        "data": f"held-out dev questions of train-judge ({card['holdout_questions']} a set)",
+        "data": f"held-out dev questions of train judge ({card['holdout_questions']} a set)",
         "seconds": round(time.time() - start, 1),
         **provenance(),
     }

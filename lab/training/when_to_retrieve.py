@@ -1,4 +1,4 @@
-"""`python -m lab train-adapt`: label dev questions with the base model, then train Adapt-LLM, NR-LLM and AR-LLM.
+"""`python -m lab train adapt`: label dev questions with the base model, then train Adapt-LLM, NR-LLM and AR-LLM.
 
 Writes, under the output folder (assets/adapt by default):
 

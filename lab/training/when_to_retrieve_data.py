@@ -129,7 +129,7 @@ def examples(labelled: Sequence[Labelled], kind: str, balance: bool = False) -> 
 
 
 def read_labelled(path) -> list[Labelled]:
-    """The labelled questions train-adapt wrote (training_data.jsonl), to train again without labelling again."""
+    """The labelled questions train adapt wrote (training_data.jsonl), to train again without labelling again."""
     import json
     from pathlib import Path
 

@@ -1,7 +1,7 @@
 """The grammar of the verbs that join both papers: `pipeline` and `record-pipeline`.
 
 Kept apart from parser.py (which calls add_pipeline_verbs) so that each grammar module stays short; the lab's
-`eval-pipeline`, `eval-badges` and `compare-ret` are lab/cli/parser_eval.py's.
+`experiment pipeline`, `experiment badges` and `experiment ret_signal` are lab/cli/parser_eval.py's.
 """
 
 from __future__ import annotations

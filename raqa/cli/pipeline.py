@@ -1,7 +1,7 @@
-"""`pipeline`, `record-pipeline` and `eval-pipeline`: the When-to-retrieve stream (when_to_retrieve/pipeline.py) for
+"""`pipeline`, `record-pipeline` and `experiment pipeline`: the When-to-retrieve stream (when_to_retrieve/pipeline.py) for
 one question, recorded for the page's replays, or measured on NQ-open and TriviaQA test.
 
-`pipeline` prints the events the page's When-to-retrieve tab shows (human or --json). `eval-pipeline` makes one
+`pipeline` prints the events the page's When-to-retrieve tab shows (human or --json). `experiment pipeline` makes one
 row per question (evaluation/when_to_retrieve.py, resumable from its JSONL file), scores every policy and reader
 with thresholds chosen on dev questions (evaluation/when_to_retrieve_scores.py) and writes the result JSON.
 """

@@ -1,7 +1,7 @@
 """The answer judge: a small extractive reader that says whether one page states the answer to a question.
 
 A MiniLM encoder with a question-answering head, fine-tuned SQuAD-2.0 style (answer span, or no answer at
-[CLS]) by `python -m lab train-judge` (lab/training/judge.py). It reads the question with each page
+[CLS]) by `python -m lab train judge` (lab/training/judge.py). It reads the question with each page
 ("title\\ntext", cut to `max_tokens`) in one batched forward pass and gives, per page, a `JudgeReading`:
 
     p_answer   P(the page states the answer): sigmoid(scale * margin + bias), margin = best span score minus
@@ -234,11 +234,11 @@ class AnswerJudge:
 
     @classmethod
     def load(cls, folder: str | Path = JUDGE_DIR) -> AnswerJudge:
-        """Load a judge folder written by train-judge; ModelError (one line) when it or its base is missing."""
+        """Load a judge folder written by train judge; ModelError (one line) when it or its base is missing."""
         folder = Path(folder)
         card_path = folder / CARD_FILE
         if not card_path.is_file():
-            raise ModelError(f"No answer judge at {folder} (expected {CARD_FILE}): run python -m lab train-judge")
+            raise ModelError(f"No answer judge at {folder} (expected {CARD_FILE}): run python -m lab train judge")
         try:
             card = json.loads(card_path.read_text())
         except (OSError, json.JSONDecodeError) as e:
@@ -262,7 +262,7 @@ class AnswerJudge:
 
     def gate(self, window: int) -> float:
         """The model + judge reader's threshold for windows of this many pages: with a support model, its Weak
-        support threshold (on support, any window size); else the card's "gate" (calibrate-judge), or the page
+        support threshold (on support, any window size); else the card's "gate" (train judge-gate), or the page
         threshold where the card has none for that size."""
         if self.support is not None:
             return self.support.weak

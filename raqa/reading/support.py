@@ -17,7 +17,7 @@ question right (`support`):
     answer_words   the extraction's length in words
 
 The weights, the thresholds and their measured precision live in `support.json` beside the judge, fitted by
-`python -m lab fit-support` on the judge's held-out dev questions (training/support_fit.py). The badge:
+`python -m lab train support` on the judge's held-out dev questions (training/support_fit.py). The badge:
 **Answered** at or above `answered` (chosen for a measured precision of at least 90% per question; None when no
 threshold reached it), **Weak support** from `weak` up, **Unsupported** below.
 Cross-page features count only the pages ranked 1 to CONTEXT_RANKS, so K changes what is read, not the scale.
@@ -38,7 +38,7 @@ from typing import Literal
 from raqa.retrieval.index import Hit
 from raqa.text import agrees, normalize_answer, normalize_for_matching, restates_question
 
-SUPPORT_FILE = "support.json"  # a SupportModel beside the answer judge, written by fit-support
+SUPPORT_FILE = "support.json"  # a SupportModel beside the answer judge, written by train support
 CONTEXT_RANKS = 15  # cross-page features count the pages ranked 1..15 (BM25's top 15, as fitted)
 FEATURES = (
     "logit_p",

@@ -1,4 +1,4 @@
-"""Figures of the answer judge's committed results: the badges' precision before and after (eval-badges), judges
+"""Figures of the answer judge's committed results: the badges' precision before and after (experiment badges), judges
 compared on the same test questions (compare-judges) and what an answer depends on (experiment attribution). JSON
 record in, Figure out, as in figures_experiments.py.
 """
@@ -45,7 +45,7 @@ def _share_panels(titles: list[str], panels: list[list[tuple[str, list[str], lis
 
 
 def badges_figure(record: dict) -> go.Figure:
-    """eval-badges: per question, before (the judge's P alone) and after (the support model), per dataset."""
+    """experiment badges: per question, before (the judge's P alone) and after (the support model), per dataset."""
     results = record["results"]
     labels = [label for label, _ in BADGE_MEASURES]
     return _share_panels(

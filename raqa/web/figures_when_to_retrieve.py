@@ -1,12 +1,12 @@
 """Figures of the committed When-to-retrieve records: record in, Figure out, 95% intervals and sample sizes shown.
 
-eval-pipeline (assets/results/pipeline-*.json): risk-coverage curves (one subplot per test set: the closed-book
+experiment pipeline (assets/results/pipeline-*.json): risk-coverage curves (one subplot per test set: the closed-book
 signals answering their most confident questions first, and the full pipeline as its threshold sweeps from never to
 always retrieving), each signal's AUC against wrong closed-book answers, and selective accuracy against coverage for
-every configuration at its dev-chosen threshold. eval-adapt (assets/results/when_to_retrieve-*.json): accuracy by
+every configuration at its dev-chosen threshold. experiment when_to_retrieve (assets/results/when_to_retrieve-*.json): accuracy by
 policy (the paper's "contains the gold answer" accuracy and exact match), the retrieval budget as the P(<RET>)
 threshold moves, the share of questions on which Adapt-LLM asked for <RET>, and the paper's Table 3 split.
-compare-ret: two adapters' P(<RET>). The tab shows them all under one accordion (FIGURES).
+experiment ret_signal: two adapters' P(<RET>). The tab shows them all under one accordion (FIGURES).
 """
 
 from __future__ import annotations
@@ -128,7 +128,7 @@ def operating_points_figure(record: dict) -> go.Figure:
 
 def ret_signal_figure(record: dict) -> go.Figure:
     """Two Adapt-LLM adapters' P(<RET>) on each test set's questions, split by whether the closed-book answer
-    was right (compare-ret's record): an informative P(<RET>) puts the wrong ones higher."""
+    was right (experiment ret_signal's record): an informative P(<RET>) puts the wrong ones higher."""
     results = record["results"]
     tests = [name for name in results["groups"] if name.startswith("test:")]
     titles = []

@@ -7,7 +7,7 @@ pipeline's choices instead of the Ask tab's form:
     {"recording": 1, "kind": "pipeline", "question": ..., "choice": {policy, threshold, reader},
      "model": ..., "reader": ..., "corpus": ..., "command": ..., "code_version": ..., ...}
 
-`record_pipeline` runs planning.pipeline (the stream the tab, the CLI and eval-pipeline read) and keeps each event
+`record_pipeline` runs planning.pipeline (the stream the tab, the CLI and experiment pipeline read) and keeps each event
 with its time; `find_pipeline` matches a question and the tab's choices to a recording. Left out here: replaying
 (web/when_to_retrieve_tab.py) and reading events back (when_to_retrieve.pipeline.event_from_json).
 """

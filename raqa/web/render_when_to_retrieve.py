@@ -5,7 +5,7 @@ is escaped here.
 confidence signals, the decision (answer from memory, or retrieve), the reading (the Ask tab's RunView renders the
 windows), and the ending: an answer from memory, an answer from a page, or "I don't know". `ret_examples_html` marks
 which example questions retrieve at a P(<RET>) threshold; `evaluation_summary` and `pipeline_summary` put the committed
-eval-adapt and eval-pipeline records in words. It imports no UI toolkit, so its escaping is tested directly.
+experiment when_to_retrieve and experiment pipeline records in words. It imports no UI toolkit, so its escaping is tested directly.
 """
 
 from __future__ import annotations
@@ -106,7 +106,9 @@ class PipelineView:
 def ret_examples_html(examples: Sequence[dict], threshold: float) -> str:
     """Each example question's P(<RET>) against the threshold: retrieve at or above it, else answer from memory."""
     if not examples:
-        return '<div class="raqa-empty">No example decisions committed yet: run python -m lab eval-pipeline.</div>'
+        return (
+            '<div class="raqa-empty">No example decisions committed yet: run python -m lab experiment pipeline.</div>'
+        )
     rows = []
     for item in sorted(examples, key=lambda e: e["p_ret"]):
         retrieve = item["p_ret"] >= threshold
@@ -132,7 +134,7 @@ def message_html(text: str, failed: bool = True) -> str:
 
 
 def evaluation_summary(record: dict) -> str:
-    """One line per dataset of the committed eval-adapt record: accuracy by policy and the <RET> rate."""
+    """One line per dataset of the committed experiment when_to_retrieve record: accuracy by policy and the <RET> rate."""
     names = {
         "never": "never",
         "always": "always",
@@ -178,7 +180,7 @@ def _config_title(name: str) -> str:
 
 
 def pipeline_summary(record: dict) -> str:
-    """The committed eval-pipeline record per test set: targets, AUCs, and every configuration's scores."""
+    """The committed experiment pipeline record per test set: targets, AUCs, and every configuration's scores."""
     out = []
     for dataset, d in record["results"]["datasets"].items():
         t = d["targets"]
@@ -210,7 +212,7 @@ def pipeline_summary(record: dict) -> str:
 
 
 def ret_signal_summary(record: dict) -> str:
-    """compare-ret's record in a sentence per test set: each adapter's AUC and the paired difference."""
+    """experiment ret_signal's record in a sentence per test set: each adapter's AUC and the paired difference."""
     results = record["results"]
     made_by = (record.get("adapters") or {}).get("candidate") or "?"
     verdict = (

@@ -3,7 +3,7 @@ committed evaluations' figures folded under one accordion.
 
 The events come from when_to_retrieve/planning.pipeline, the one stream `python -m raqa pipeline` prints and the
 evaluations score; render_when_to_retrieve.py turns them into HTML. A click on an example replays its recording
-(pipeline_recordings.py) when one matches the choices. The slider's numbers are the committed eval-pipeline record's
+(pipeline_recordings.py) when one matches the choices. The slider's numbers are the committed experiment pipeline record's
 example decisions (no model runs when it moves). Left out here: the figures themselves (figures_when_to_retrieve.py).
 """
 
@@ -246,5 +246,5 @@ def evaluation_figures(results: dict[str, dict]) -> None:
                 gr.Plot(safe(make, record), elem_classes=["raqa-w2r-figure"], elem_id=f"raqa-w2r-{name}-{stem}")
             gr.HTML(experiment_caption(record, "raqa-w2r-caption"))
     if not shown:
-        rerun = "python -m lab eval-pipeline and python -m lab eval-adapt"
+        rerun = "python -m lab experiment pipeline and python -m lab experiment when_to_retrieve"
         gr.HTML(f'<div class="raqa-empty">No evaluation committed yet: run {rerun}.</div>')

@@ -38,7 +38,7 @@ def adapter_dirs(root: Path = ADAPT_DIR) -> dict[str, Path]:
     found = {name: Path(root) / name for name in ADAPTERS}
     missing = [str(p) for p in found.values() if not (p / "adapter_config.json").is_file()]
     if missing:
-        raise ModelError(f"Adapt-LLM needs trained adapters at {', '.join(missing)} (python -m lab train-adapt).")
+        raise ModelError(f"Adapt-LLM needs trained adapters at {', '.join(missing)} (python -m lab train adapt).")
     return found
 
 

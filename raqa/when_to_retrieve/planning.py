@@ -23,7 +23,7 @@ from raqa.when_to_retrieve.uncertainty import closed_book
 
 NO_ADAPT_MODEL = (
     "The When-to-retrieve view needs the Adapt-LLM, NR-LLM and AR-LLM adapters (assets/adapt, made by "
-    "python -m lab train-adapt) on the embedded model; this service runs without them."
+    "python -m lab train adapt) on the embedded model; this service runs without them."
 )
 RUN_FORM = RunForm()  # the page's defaults: forward, its window and K, the default reader
 

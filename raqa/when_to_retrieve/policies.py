@@ -9,7 +9,7 @@
 
 `decide` yields ClosedBookAnswered, RetrievalDecided, the top page's Retrieved and Final (or RunFailed when BM25
 finds no page) and PipelineEnded, as the page's pipeline does with the iterative windows; `route` prints it and
-eval-adapt scores it. Left out here: the prompts (prompts.py), loading models (model.py), training
+experiment when_to_retrieve scores it. Left out here: the prompts (prompts.py), loading models (model.py), training
 (training/when_to_retrieve*.py) and scoring (evaluation/when_to_retrieve_scores.py).
 """
 
@@ -115,7 +115,7 @@ def decide(
 ) -> Iterator[PipelineEvent]:
     """One policy's run for the question: its closed-book answer, decision, the page it read if any, its ending.
     memory: NR-LLM's closed-book answer for the question (default: asked now), which never, always and popularity
-    share (eval-adapt asks it once per question)."""
+    share (experiment when_to_retrieve asks it once per question)."""
     if policy not in POLICIES:
         raise ValueError(f"Invalid policy: {policy!r}. Choose from: {', '.join(POLICIES)}.")
     read = partial(read_top_page, model=model, search=search, adapter="adapt" if policy == "adapt" else "always")

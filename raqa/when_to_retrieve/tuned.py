@@ -1,7 +1,7 @@
 """What the When-to-retrieve tab takes from the committed pipeline evaluation: the policies it offers, the questions
 the small model may know without a page, and each policy's threshold as the evaluation chose it on dev questions.
 
-The evaluation itself (`python -m lab eval-pipeline`) is the lab's; the page only reads its record.
+The evaluation itself (`python -m lab experiment pipeline`) is the lab's; the page only reads its record.
 """
 
 from __future__ import annotations
