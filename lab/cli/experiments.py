@@ -10,77 +10,58 @@ import argparse
 from functools import partial
 from pathlib import Path
 
+from lab.cli.evaluator import Evaluation, Measurement, Ready, evaluate
 from lab.cli.progress import counter_bar, progress_bar
 from lab.evaluation import registry
 from lab.evaluation.eval_adapt import run_eval_adapt
 from lab.evaluation.when_to_retrieve import adapt_rows
-from lab.records import command_line, options_line, write_record
+from lab.records import options_line
 from raqa.cli.options import app_config
-from raqa.cli.output import error, say
-from raqa.config import SpeedOptions
+from raqa.cli.output import say
+from raqa.config import RunSettings, SpeedOptions
 from raqa.evaluation import questions as question_sets  # by module: tests replace its load_questions
 from raqa.evaluation import records
-from raqa.evaluation.fan_out import MAX_CALLS, calls_at_once
-from raqa.evaluation.questions import QuestionsError
-from raqa.models.base import ModelError
-from raqa.retrieval.corpus import CorpusError
+from raqa.evaluation.fan_out import MAX_CALLS
 from raqa.text import slug
 from raqa.when_to_retrieve.planning import top_page
-from raqa.when_to_retrieve.popularity import PopularityError, load_popqa
+from raqa.when_to_retrieve.popularity import load_popqa
 
 
-def _out_dir(args: argparse.Namespace) -> Path:
-    return Path(args.out) if args.out else records.RESULTS_DIR
-
-
-def cmd_experiment(args: argparse.Namespace) -> int:
+def _prepare_experiment(args: argparse.Namespace) -> Ready:
     from raqa.service import Service  # lazy: imports torch
 
     experiment = registry.EXPERIMENTS[args.name]
     limit = args.limit or experiment.limit
-    try:
-        pool = registry.question_pool(experiment, args.dataset, limit, args.seed)
-        service = Service.load(app_config(args), progress=say, load_model=experiment.needs_model)
-        service = registry.on_server(experiment, service, args.endpoint)
-        concurrency = run_concurrency(args, service)
-        if args.endpoint and "reader" in experiment.options:
-            _check_served(service, args.reader)
-    except (QuestionsError, CorpusError, ModelError, ValueError) as e:
-        return error(e)
-    options = registry.Options(
-        args.seed,
-        args.reader,
-        args.questions,
-        args.unanswerable,
-        args.window,
-        args.page_order,
-        args.endpoint if experiment.needs_model else None,
-        concurrency,
-    )
+    pool = registry.question_pool(experiment, args.dataset, limit, args.seed)
+    service = Service.load(app_config(args), progress=say, load_model=experiment.needs_model)
+    service = registry.on_server(experiment, service, args.endpoint)
+    concurrency = run_concurrency(args, service)
+    if args.endpoint and "reader" in experiment.options:
+        _check_served(service, args.reader)
+    if "reader" in experiment.options:  # each reader loaded, or refused naming the readers, before the clock
+        for name in args.reader.split(","):
+            service.reading(name, RunSettings())
+    return Ready(service, concurrency, loaded={"experiment": experiment, "limit": limit, "pool": pool})
+
+
+def _measure_experiment(args: argparse.Namespace, ready: Ready, command: str) -> Measurement:
+    experiment, service = ready.loaded["experiment"], ready.service
+    endpoint = args.endpoint if experiment.needs_model else None
+    fields = (args.seed, args.reader, args.questions, args.unanswerable, args.window, args.page_order)
+    options = registry.Options(*fields, endpoint, ready.concurrency)
     label = record_label(args, experiment, service, options)
-    rows = (
-        Path(args.rows)
-        if args.rows
-        else service.config.cache_dir / "experiments" / f"{experiment.name}-{label}.rows.jsonl"
-    )
-    try:
-        run = registry.run(
-            experiment,
-            service,
-            args.dataset,
-            pool,
-            limit,
-            options,
-            progress_bar(experiment.name),
-            rows if experiment.needs_model else None,
-        )
-    except (QuestionsError, ModelError, ValueError) as e:  # ValueError: SettingsError (no such reader)
-        return error(e)
-    # a record kept in its own folder says so, so that rerunning it writes it there again
+    default_rows = service.config.cache_dir / "experiments" / f"{experiment.name}-{label}.rows.jsonl"
+    rows = (Path(args.rows) if args.rows else default_rows) if experiment.needs_model else None
+    limit, pool, bar = ready.loaded["limit"], ready.loaded["pool"], progress_bar(experiment.name)
+    run = registry.run(experiment, service, args.dataset, pool, limit, options, bar, rows)
+    # the registry states the command (and the server); a record kept in its own folder says so, so that rerunning
+    # it writes it there again
     run.about["command"] += options_line(out=args.out, rows=args.rows)
-    path = write_record(experiment.name, label, run.results, run.about, _out_dir(args))
-    say(f"wrote {path} in {run.seconds:.0f} s")
-    return 0
+    return Measurement(run.results, label, run.about)
+
+
+def cmd_experiment(args: argparse.Namespace) -> int:
+    return evaluate(Evaluation(args.name, (), _prepare_experiment, _measure_experiment), args)
 
 
 def record_label(args: argparse.Namespace, experiment, service, options: registry.Options) -> str:
@@ -117,49 +98,53 @@ def _check_served(service, readers: str) -> None:
             )
 
 
-def cmd_eval_adapt(args: argparse.Namespace) -> int:
+def _prepare_adapt(args: argparse.Namespace) -> Ready:
     from lab.evaluation.served import ServedBaselines  # lazy: imports torch
     from raqa.service import Service  # lazy: imports torch
     from raqa.when_to_retrieve.model import adapter_dirs, load_adapt_model  # lazy: imports torch
 
-    try:
-        if args.limit < 1:
-            raise ValueError(f"--limit must be 1 or more, got {args.limit}.")
-        sets = {d: question_sets.load_questions(d, "test", args.limit, args.seed) for d in args.datasets}
-        popqa = load_popqa(args.popqa, args.limit) if args.popqa else None
-        folders = adapter_dirs(Path(args.adapters))
-        service = Service.load(app_config(args), progress=say, load_model=False)
-        server = registry.served_by(service, args.endpoint).backend if args.endpoint else None
-        concurrency = run_concurrency(args, service)
-        model = load_adapt_model(service.config.cache_dir, Path(args.adapters), say)
-    except (ValueError, QuestionsError, PopularityError, CorpusError, ModelError) as e:
-        return error(e)
-    command = command_line(
-        "experiment when_to_retrieve",
-        datasets=args.datasets,
-        limit=args.limit,
-        seed=args.seed,
-        adapters=args.adapters,
-        popqa=args.popqa,
-    )
-    about = {"command": command, "limit": args.limit, "seed": args.seed, "adapters": args.adapters}
+    if args.limit < 1:
+        raise ValueError(f"--limit must be 1 or more, got {args.limit}.")
+    sets = {d: question_sets.load_questions(d, "test", args.limit, args.seed) for d in args.datasets}
+    popqa = load_popqa(args.popqa, args.limit) if args.popqa else None
+    folders = adapter_dirs(Path(args.adapters))
+    service = Service.load(app_config(args), progress=say, load_model=False)
+    server = registry.served_by(service, args.endpoint).backend if args.endpoint else None
+    concurrency = run_concurrency(args, service)
+    model = load_adapt_model(service.config.cache_dir, Path(args.adapters), say)
     if server is not None:  # never and always retrieve: the served model; Adapt-LLM: the local adapter
         model = ServedBaselines(model, server)
-        about["command"] += options_line(endpoint=args.endpoint, concurrency=concurrency)
-        reads = "never and always retrieve (the served model, no adapter); Adapt-LLM: the local adapter"
-        about["server"] = registry.server_about(server, args.endpoint, concurrency, reads)
+    reads = "never and always retrieve (the served model, no adapter); Adapt-LLM: the local adapter"
+    return Ready(
+        service, concurrency, server, reads, {"sets": sets, "popqa": popqa, "folders": folders, "model": model}
+    )
+
+
+def _measure_adapt(args: argparse.Namespace, ready: Ready, command: str) -> Measurement:
+    service, model, popqa = ready.service, ready.loaded["model"], ready.loaded["popqa"]
     key = f"eval-adapt | {records.code_version()} | {model.name} | adapters {args.adapters} | {service.corpus_label} "
     key += f"({len(service.pages)} pages)"
     rows_path = Path(args.rows) if args.rows else service.config.cache_dir / "eval-adapt" / "rows.jsonl"
     search = partial(top_page, service)  # BM25's top page: the paper's context
-    with calls_at_once(concurrency):
-        run = run_eval_adapt(
-            sets, popqa, model, search, folders, service, about, counter_bar, adapt_rows(rows_path, key)
-        )
-    label = "+".join(args.datasets) + ("+popqa" if popqa else "") + (f"-{slug(args.endpoint)}" if server else "")
-    path = write_record("when_to_retrieve", label, run.results, run.about, _out_dir(args))
-    for dataset, summary in run.results["datasets"].items():
-        line = {p: round(v["accuracy"]["value"], 3) for p, v in summary["policies"].items()}
-        say(f"{dataset} (n={summary['n']}): accuracy {line}, <RET> rate {summary['ret_rate']['value']:.1%}")
-    say(f"wrote {path} in {run.seconds:.0f} s")
-    return 0
+    sample = {"limit": args.limit, "seed": args.seed, "adapters": args.adapters}
+    rows = adapt_rows(rows_path, key)
+    run = run_eval_adapt(
+        ready.loaded["sets"], popqa, model, search, ready.loaded["folders"], service, sample, counter_bar, rows
+    )
+    label = "+".join(args.datasets) + ("+popqa" if popqa else "") + (f"-{slug(args.endpoint)}" if args.endpoint else "")
+
+    def summary(path: Path) -> None:
+        for dataset, summary in run.results["datasets"].items():
+            line = {p: round(v["accuracy"]["value"], 3) for p, v in summary["policies"].items()}
+            say(f"{dataset} (n={summary['n']}): accuracy {line}, <RET> rate {summary['ret_rate']['value']:.1%}")
+
+    return Measurement(run.results, label, run.about, then=summary)
+
+
+WHEN_TO_RETRIEVE = Evaluation(
+    "when_to_retrieve", ("datasets", "limit", "seed", "adapters", "popqa"), _prepare_adapt, _measure_adapt
+)
+
+
+def cmd_eval_adapt(args: argparse.Namespace) -> int:
+    return evaluate(WHEN_TO_RETRIEVE, args)

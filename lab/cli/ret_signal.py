@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 from pathlib import Path
 
+from lab.cli.evaluator import Evaluation, Measurement, Ready, evaluate
 from lab.cli.progress import counter_bar
 from lab.evaluation.ret_signal import compare, rescored_rows, ret_probabilities
 from lab.evaluation.when_to_retrieve import example_decisions
 from lab.evaluation.when_to_retrieve_scores import summarise
-from lab.records import command_line, write_json, write_record
+from lab.records import write_json
 from lab.training.when_to_retrieve_data import read_labelled
-from raqa.cli.output import error, say
+from raqa.cli.output import say
 from raqa.evaluation import records
 from raqa.models.base import ModelError
 
@@ -79,21 +79,22 @@ def _question_groups(rows: dict, sets: list[str], training) -> dict[str, tuple[l
     return groups
 
 
-def cmd_compare_ret(args: argparse.Namespace) -> int:
-    try:
-        record = _check(args)
-        training = read_labelled(args.training)
-    except ValueError as e:
-        return error(e)
-    start = time.perf_counter()
+def _prepare(args: argparse.Namespace) -> Ready:
+    record = _check(args)
+    training = read_labelled(args.training)
     try:
         model = _load(args)
     except (ModelError, OSError, ValueError, RuntimeError) as e:
-        return error(f"Could not load the adapters: {type(e).__name__}: {e}")
+        raise ValueError(f"Could not load the adapters: {type(e).__name__}: {e}") from e
+    return Ready(loaded={"record": record, "training": training, "model": model})
+
+
+def _measure(args: argparse.Namespace, ready: Ready, command: str) -> Measurement:
+    record, model = ready.loaded["record"], ready.loaded["model"]
     rows = record["results"]["rows"]
     sets = sorted({r["dataset"] for r in rows["test"]})
     groups: dict[str, dict] = {}
-    for name, (questions, needs, keys) in _question_groups(rows, sets, training).items():
+    for name, (questions, needs, keys) in _question_groups(rows, sets, ready.loaded["training"]).items():
         group = {"needs": needs, "keys": keys}
         for adapter, label in ((BASELINE_NAME, "baseline"), (CANDIDATE_NAME, "candidate")):
             with counter_bar(f"P(<RET>) {label}, {name}", len(questions)) as bar:
@@ -110,15 +111,7 @@ def cmd_compare_ret(args: argparse.Namespace) -> int:
         ]
         for n, g in groups.items()
     }
-    command = command_line(
-        "experiment ret_signal",
-        candidate=args.candidate,
-        baseline=args.baseline,
-        record=args.record,
-        training=args.training,
-    )
     about = {
-        "command": command,
         "sample": {"record": args.record, "record_command": record.get("command"), "training": args.training},
         "model": model.name,
         "corpus": "none: P(<RET>) is asked of the question alone",
@@ -126,29 +119,24 @@ def cmd_compare_ret(args: argparse.Namespace) -> int:
             label: _card_command(folder)
             for label, folder in (("baseline", args.baseline), ("candidate", args.candidate))
         },
-        "seconds": round(time.perf_counter() - start, 1),
     }
-    path = write_record(
-        "ret_signal",
-        record.get("dataset", "pipeline"),
-        results,
-        about,
-        Path(args.out) if args.out else records.RESULTS_DIR,
-    )
-    say(f"wrote {path}")
-    summary = {n: g["auc"] for n, g in results["groups"].items()}
-    print(
-        json.dumps(
-            {"candidate_higher_on_every_test_set": results["candidate_higher_on_every_test_set"], "auc": summary},
-            indent=1,
-        )
-    )
-    if args.update_record:
-        p_ret = {
-            tuple(q["key"]): q["candidate"] for n, qs in results["questions"].items() if n != "training" for q in qs
-        }
-        _update_record(args, record, model, p_ret, command)
-    return 0
+
+    def then(path: Path) -> None:
+        summary = {n: g["auc"] for n, g in results["groups"].items()}
+        higher = results["candidate_higher_on_every_test_set"]
+        print(json.dumps({"candidate_higher_on_every_test_set": higher, "auc": summary}, indent=1))
+        if args.update_record:
+            questions = (q for n, qs in results["questions"].items() if n != "training" for q in qs)
+            _update_record(args, record, model, {tuple(q["key"]): q["candidate"] for q in questions}, command)
+
+    return Measurement(results, record.get("dataset", "pipeline"), about, then)
+
+
+RET_SIGNAL = Evaluation("ret_signal", ("candidate", "baseline", "record", "training"), _prepare, _measure)
+
+
+def cmd_compare_ret(args: argparse.Namespace) -> int:
+    return evaluate(RET_SIGNAL, args)
 
 
 def _card_command(folder: str) -> str | None:

@@ -21,13 +21,13 @@ def run_eval_adapt(
     search: Callable,
     folders: dict,
     service,
-    about: dict,
+    sample: dict,
     bar: Callable[[str, int], object],
     rows=None,
 ) -> Run:
     """NR-LLM, AR-LLM and Adapt-LLM on each question set, and the popularity baseline on PopQA if given.
 
-    about: the command and its sample (command, limit, seed, adapters, and server when the baselines are served);
+    sample: limit, seed and the adapters' folder (the evaluator adds the command, the seconds and the server);
     bar(label, total) is a context manager with update(n), e.g. a tqdm bar; rows: the resumable rows
     (when_to_retrieve.adapt_rows), the questions already there are not asked again.
     """
@@ -42,7 +42,7 @@ def run_eval_adapt(
         results["rows"][dataset] = made
     if popqa:
         with bar("experiment when_to_retrieve popqa", len(popqa)) as shown:
-            pop = popularity_rows(popqa, model, search, about["seed"], lambda: shown.update(1), rows)
+            pop = popularity_rows(popqa, model, search, sample["seed"], lambda: shown.update(1), rows)
         summary = summarise_policies(pop["rows"])
         results["datasets"]["popqa"] = {**summary, "threshold": pop["threshold"], "dev_n": pop["dev_n"]}
         results["rows"]["popqa"] = pop["rows"]
@@ -52,14 +52,10 @@ def run_eval_adapt(
         for name, folder in folders.items()
     }
     provenance = {
-        "command": about["command"],
-        "sample": {"split": "test", "limit": about["limit"], "seed": about["seed"]},
+        "sample": {"split": "test", "limit": sample["limit"], "seed": sample["seed"]},
         "model": model.name,
-        "adapter": about["adapters"],
+        "adapter": sample["adapters"],
         "corpus": f"{service.corpus_label} ({len(service.pages):,} pages)",
         "settings": {"retrieval": "BM25 top 1 page, cut to 160 tokens", "decoding": "greedy, at most 32 tokens"},
-        "seconds": round(seconds, 1),
     }
-    if "server" in about:  # never and always retrieve answered by the served model, Adapt-LLM by the local adapter
-        provenance["server"] = about["server"]
     return Run(results, provenance, seconds)
