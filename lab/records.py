@@ -33,6 +33,17 @@ def command_line(program: str, *arguments: object, **options: object) -> str:
     return " ".join([*parts, *(shlex.quote(str(a)) for a in arguments)]) + options_line(**options)
 
 
+def stated(args: object, *names: str) -> dict:
+    """The named options of a command's parsed arguments, by name, for command_line or a settings record.
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> command_line("bench soak", **stated(SimpleNamespace(runs=3, out=None), "runs", "out"))
+        'python -m lab bench soak --runs 3'
+    """
+    return {name: getattr(args, name) for name in names}
+
+
 def options_line(**options: object) -> str:
     """The options part of command_line, each after a space ("" for none): to extend a command already stated."""
     words = []

@@ -4,7 +4,8 @@ import pytest
 from test_reader_comparison import ITEMS, PAGES
 
 from lab.evaluation.positives import PositiveIndex
-from lab.training.judge_gate import calibrate, choose_gate
+from lab.stats import lowest_under
+from lab.training.judge_gate import calibrate
 from raqa.reading.judge import AnswerJudge, JudgeReading
 from raqa.retrieval.index import BM25Index
 
@@ -26,7 +27,7 @@ class LochJudge:
     ],
 )
 def test_choose_gate_lets_through_at_most_the_allowed_share_of_answer_free_windows(negative, positive, max_false, gate):
-    assert choose_gate(negative, positive, max_false) == gate
+    assert lowest_under(negative, positive, max_false) == gate
     assert sum(p >= gate for p in negative) <= max_false * len(negative)
 
 

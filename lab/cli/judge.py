@@ -13,7 +13,7 @@ import argparse
 import json
 from pathlib import Path
 
-from lab.records import command_line
+from lab.records import command_line, stated
 from lab.training.judge import JudgeSettings, remeasure, train_judge
 from lab.training.judge_gate import calibrate_folder
 from lab.training.support_fit import fit_folder
@@ -21,65 +21,60 @@ from raqa.cli.output import error, say
 from raqa.config import default_cache_dir
 from raqa.models.base import ModelError
 
+# the judge's settings that the options name alike, the first six stated in every command (the order records have)
+JUDGE_SETTINGS = ("method", "epochs", "lr", "batch", "max_tokens", "per_question", "depth", "min_shared", "seed")
 
-def cmd_train_judge(args: argparse.Namespace) -> int:
-    settings = JudgeSettings(
-        method=args.method,
-        epochs=args.epochs,
-        lr=args.lr,
-        batch=args.batch,
-        max_tokens=args.max_tokens,
-        rank=args.rank,
-        alpha=args.alpha,
-        per_question=args.per_question,
-        depth=args.depth,
-        min_shared=args.min_shared,
-        seed=args.seed,
-        threads=args.threads,
-        checkpoint_every=args.checkpoint_every,
-    )
-    try:
-        settings.check()
-        if (args.limit is not None and args.limit < 2) or args.holdout < 10 or args.test_pairs < 10:
-            raise ValueError("--limit must be 2 or more, --holdout and --test-pairs 10 or more.")
-    except ValueError as e:
-        return error(e)
+
+def _judge_settings(args: argparse.Namespace) -> JudgeSettings:
+    """The judge's settings from the options; ValueError saying which option is out of range."""
+    settings = JudgeSettings(**stated(args, *JUDGE_SETTINGS, "rank", "alpha", "threads", "checkpoint_every"))
+    settings.check()
+    if (args.limit is not None and args.limit < 2) or args.holdout < 10 or args.test_pairs < 10:
+        raise ValueError("--limit must be 2 or more, --holdout and --test-pairs 10 or more.")
+    return settings
+
+
+def _judge_command(args: argparse.Namespace) -> str:
+    """The rerun command: the options off their defaults, the LoRA ones only for --method lora."""
     lora = args.method == "lora"
-    command = command_line(
+    return command_line(
         "train judge",
-        method=args.method,
-        epochs=args.epochs,
-        lr=args.lr,
-        batch=args.batch,
-        max_tokens=args.max_tokens,
-        per_question=args.per_question,
+        **stated(args, *JUDGE_SETTINGS[:6]),
         depth=args.depth if args.depth != 15 else None,
         min_shared=args.min_shared if args.min_shared != 1 else None,
         checkpoint_every=args.checkpoint_every or None,
         rank=args.rank if lora else None,
         alpha=args.alpha if lora else None,
-        limit=args.limit,
-        holdout=args.holdout,
-        test_pairs=args.test_pairs,
-        seed=args.seed,
-        out=args.out,
+        **stated(args, "limit", "holdout", "test_pairs", "seed", "out"),
     )
-    cache = Path(args.cache) if args.cache else default_cache_dir()
-    if args.measure_only:
-        try:
-            card = remeasure(Path(args.out), cache, command_line("train judge", measure_only=True, out=args.out), say)
-        except ModelError as e:
-            return error(e)
-    else:
-        card = train_judge(Path(args.out), settings, cache, command, args.limit, args.holdout, args.test_pairs, say=say)
-    summary = {
-        "threshold": card["threshold"],
-        "auc": {d: round(m["auc"]["value"], 3) for d, m in card["test"].items()},
-        "exact_match": {d: round(m["exact_match"]["value"], 3) for d, m in card["test"].items()},
-        "ms_per_page": card["timing"]["ms_per_page"],
-        "wall_seconds": card["wall_seconds"],
-    }
-    print(json.dumps(summary, indent=1))
+
+
+def _judge_summary(card: dict) -> str:
+    tests = card["test"].items()
+    return json.dumps(
+        {
+            "threshold": card["threshold"],
+            "auc": {d: round(m["auc"]["value"], 3) for d, m in tests},
+            "exact_match": {d: round(m["exact_match"]["value"], 3) for d, m in tests},
+            "ms_per_page": card["timing"]["ms_per_page"],
+            "wall_seconds": card["wall_seconds"],
+        },
+        indent=1,
+    )
+
+
+def cmd_train_judge(args: argparse.Namespace) -> int:
+    out, cache = Path(args.out), Path(args.cache) if args.cache else default_cache_dir()
+    try:
+        settings = _judge_settings(args)
+        if args.measure_only:
+            card = remeasure(out, cache, command_line("train judge", measure_only=True, out=args.out), say)
+        else:
+            command = _judge_command(args)
+            card = train_judge(out, settings, cache, command, args.limit, args.holdout, args.test_pairs, say=say)
+    except (ValueError, ModelError) as e:
+        return error(e)
+    print(_judge_summary(card))
     return 0
 
 
@@ -102,13 +97,7 @@ def cmd_fit_support(args: argparse.Namespace) -> int:
 
     if not 0 < args.precision <= 1 or not 0 <= args.max_unanswerable <= 1 or not 2 <= args.folds <= 20:
         return error("--precision must be in (0, 1], --max-unanswerable in [0, 1], --folds from 2 to 20.")
-    command = command_line(
-        "train support",
-        precision=args.precision,
-        max_unanswerable=args.max_unanswerable,
-        folds=args.folds,
-        out=args.out,
-    )
+    command = command_line("train support", **stated(args, "precision", "max_unanswerable", "folds", "out"))
     cache = Path(args.cache or default_cache_dir())
     try:
         model = fit_folder(Path(args.out), cache, command, args.folds, args.precision, args.max_unanswerable, say)

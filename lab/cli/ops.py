@@ -17,7 +17,7 @@ from pathlib import Path
 from lab.cli.progress import write_and_say
 from lab.ops import scale
 from lab.ops.deploy_space import DeployError, check_repo_id, deploy, listing, space_files
-from lab.records import command_line
+from lab.records import command_line, stated
 from raqa.cli.options import app_config
 from raqa.cli.output import error, progress_line, say
 from raqa.config import RunForm, SpeedOptions
@@ -67,9 +67,7 @@ def cmd_load_test(args: argparse.Namespace) -> int:
     ratio = phases["on"]["p95_s"] / phases["off"]["p95_s"]
     packed_ratio = phases["on"]["p95_s"] / phases["on_fp32_weights"]["p95_s"]
     print(f"p95 on / off: {ratio:.2f}x (target <= 0.5x); packed / fp32 weights: {packed_ratio:.2f}x")
-    command = command_line(
-        "bench load", sessions=args.sessions, window=args.window, k=args.k, seed=args.seed, out=args.out
-    )
+    command = command_line("bench load", **stated(args, "sessions", "window", "k", "seed", "out"))
     results = {
         **phases,
         "p95_ratio_on_off": ratio,
@@ -103,16 +101,7 @@ def load_readers(args: argparse.Namespace) -> int:
     gguf = str(assembled(QWEN_1P5B, service.config.cache_dir))  # joined at load: this only finds it
     speed = reader_load.decode_parity(big, long_reply, gguf=gguf)
     say(f"  ours {speed['decode_tok_s']:.1f} tok/s, llama.cpp alone {speed['llama_cpp_alone_decode_tok_s']:.1f} tok/s")
-    command = command_line(
-        "bench load",
-        readers=True,
-        visitors=args.visitors,
-        solo=args.solo,
-        window=args.window,
-        k=args.k,
-        seed=args.seed,
-        out=args.out,
-    )
+    command = command_line("bench load", **stated(args, "readers", "visitors", "solo", "window", "k", "seed", "out"))
     record = reliability.record("load_readers", command, service, {"form": list(astuple(form))})
     record |= {
         "speed": {"reader_1p5b": speed},
@@ -137,15 +126,7 @@ def cmd_soak(args: argparse.Namespace) -> int:
         f"{args.runs} runs: RSS {result['rss_after_warmup_mib']:.0f} MiB after {result['warmup_runs']} runs, "
         f"{result['rss_last_mib']:.0f} MiB at the end ({result['growth_after_warmup_mib']:+.1f} MiB)"
     )
-    command = command_line(
-        "bench soak",
-        runs=args.runs,
-        questions=args.questions,
-        window=args.window,
-        k=args.k,
-        seed=args.seed,
-        out=args.out,
-    )
+    command = command_line("bench soak", **stated(args, "runs", "questions", "window", "k", "seed", "out"))
     write_and_say(args.out, reliability.record("soak", command, service, result))
     return 0
 
@@ -163,7 +144,7 @@ def cmd_scale_bench(args: argparse.Namespace) -> int:
         f"index {result['index_mib']:.0f} MiB; query p50 {q['p50']:.1f} ms, p95 {q['p95']:.1f} ms"
     )
     if args.out:
-        command = command_line("bench scale", pages=args.pages, queries=args.queries, out=args.out)
+        command = command_line("bench scale", **stated(args, "pages", "queries", "out"))
         write_and_say(args.out, scale.record(command, result))
     return 0
 

@@ -10,12 +10,14 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from lab.records import command_line
+from lab.records import command_line, stated
 from lab.training import reader as reader_training  # by module: tests replace its train_reader
 from lab.training.lora import ADAPT_LORA, READER_LORA
 from lab.training.when_to_retrieve_data import KINDS
 from raqa.cli.output import error, say
 from raqa.config import default_cache_dir
+
+LORA = ("rank", "alpha", "lr", "epochs", "seed")  # the LoRA settings both trainers take as the options name them
 
 
 def _cache(args: argparse.Namespace) -> Path:
@@ -25,31 +27,10 @@ def _cache(args: argparse.Namespace) -> Path:
 def cmd_train_reader(args: argparse.Namespace) -> int:
     if args.limit < 4 or args.epochs < 1 or args.calibration < 1 or not 0 <= args.verdict_weight <= 1:
         return error("--limit must be at least 4, --epochs and --calibration at least 1, --verdict-weight from 0 to 1.")
-    settings = replace(
-        READER_LORA,
-        rank=args.rank,
-        alpha=args.alpha,
-        lr=args.lr,
-        epochs=args.epochs,
-        batch=args.accumulation,  # train reader calls the windows per optimiser step --accumulation
-        verdict_weight=args.verdict_weight,
-        page_tokens=args.page_tokens,
-        seed=args.seed,
-    )
-    command = command_line(
-        "train reader",
-        limit=args.limit,
-        epochs=args.epochs,
-        lr=args.lr,
-        rank=args.rank,
-        alpha=args.alpha,
-        accumulation=args.accumulation,
-        verdict_weight=args.verdict_weight,
-        page_tokens=args.page_tokens,
-        calibration=args.calibration,
-        seed=args.seed,
-        out=args.out,
-    )
+    # train reader calls the windows per optimiser step --accumulation
+    settings = replace(READER_LORA, **stated(args, *LORA, "verdict_weight", "page_tokens"), batch=args.accumulation)
+    options = ("limit", "epochs", "lr", "rank", "alpha", "accumulation", "verdict_weight", "page_tokens")
+    command = command_line("train reader", **stated(args, *options, "calibration", "seed", "out"))
     card = reader_training.train_reader(
         Path(args.out), args.limit, settings, _cache(args), command, args.calibration, say=say
     )
@@ -57,58 +38,35 @@ def cmd_train_reader(args: argparse.Namespace) -> int:
     return 0
 
 
+def _adapt_kinds(args: argparse.Namespace) -> tuple[str, ...]:
+    """The adapters --kinds asks for, after checking the options; ValueError saying which is wrong."""
+    kinds = tuple(k.strip() for k in args.kinds.split(",") if k.strip())
+    if args.limit < 1:
+        raise ValueError(f"--limit must be 1 or more, got {args.limit}.")
+    if not kinds or any(k not in KINDS for k in kinds):
+        raise ValueError(f"Invalid --kinds {args.kinds!r}. Choose from: {', '.join(KINDS)} (comma-separated).")
+    if args.labels and not Path(args.labels).is_file():
+        raise ValueError(f"--labels {args.labels}: no such file.")
+    return kinds
+
+
 def cmd_train_adapt(args: argparse.Namespace) -> int:
     from lab.training.when_to_retrieve import train_adapt  # lazy: imports torch
 
-    settings = replace(
-        ADAPT_LORA,
-        rank=args.rank,
-        alpha=args.alpha,
-        lr=args.lr,
-        epochs=args.epochs,
-        batch=args.batch,
-        micro_batch=args.micro_batch,
-        seed=args.seed,
-    )
-
-    kinds = tuple(k.strip() for k in args.kinds.split(",") if k.strip())
+    settings = replace(ADAPT_LORA, **stated(args, *LORA, "batch", "micro_batch"))
     try:
-        if args.limit < 1:
-            raise ValueError(f"--limit must be 1 or more, got {args.limit}.")
-        if not kinds or any(k not in KINDS for k in kinds):
-            raise ValueError(f"Invalid --kinds {args.kinds!r}. Choose from: {', '.join(KINDS)} (comma-separated).")
-        if args.labels and not Path(args.labels).is_file():
-            raise ValueError(f"--labels {args.labels}: no such file.")
+        kinds = _adapt_kinds(args)
         settings.check()
     except ValueError as e:
         return error(e)
-    command = command_line(
-        "train adapt",
-        limit=args.limit,
-        datasets=args.datasets,
-        epochs=args.epochs,
-        lr=args.lr,
-        rank=args.rank,
-        alpha=args.alpha,
-        batch=args.batch,
-        micro_batch=args.micro_batch,
-        seed=args.seed,
-        out=args.out,
-        balance=args.balance,
-        labels=args.labels,
-        kinds=kinds if kinds != KINDS else None,
-    )
-    result = train_adapt(
-        Path(args.out),
-        args.limit,
-        settings,
-        _cache(args),
-        command,
-        datasets=tuple(args.datasets),
-        kinds=kinds,
-        say=say,
-        balance=args.balance,
-        labels=Path(args.labels) if args.labels else None,
-    )
+    options = ("limit", "datasets", "epochs", "lr", "rank", "alpha", "batch", "micro_batch", "seed", "out")
+    command = command_line("train adapt", **stated(args, *options, "balance", "labels"), kinds=_stated(kinds))
+    labels = Path(args.labels) if args.labels else None
+    chosen = {"datasets": tuple(args.datasets), "kinds": kinds, "balance": args.balance, "labels": labels}
+    result = train_adapt(Path(args.out), args.limit, settings, _cache(args), command, say=say, **chosen)
     print(json.dumps({"wall_seconds": result["wall_seconds"], "data": result["data"]}, indent=1))
     return 0
+
+
+def _stated(kinds: tuple[str, ...]) -> tuple[str, ...] | None:
+    return kinds if kinds != KINDS else None

@@ -14,7 +14,7 @@ Left out here: training the judge (judge.py) and the runtime gate (reading/judge
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 
 from lab.evaluation.positives import sample_windows
@@ -27,16 +27,6 @@ from raqa.reading.judge import CARD_FILE, AnswerJudge
 WINDOWS = (1, 2, 3)
 MAX_FALSE = 0.2  # at most this share of answer-free dev windows passes the gate
 PER_KIND = 150  # dev windows per kind and dataset, at most
-
-
-def choose_gate(negative: Sequence[float], positive: Sequence[float], max_false: float = MAX_FALSE) -> float:
-    """The lowest threshold (halfway between observed scores) passing at most max_false of the negatives.
-
-    Example:
-        >>> choose_gate([0.1, 0.2, 0.3, 0.9], [0.5, 0.8], max_false=0.25)
-        0.4
-    """
-    return lowest_under(negative, positive, max_false)
 
 
 def window_scores(judge, windows) -> list[float]:
@@ -62,7 +52,7 @@ def calibrate(
             n, p = sample_windows(items, index, positives, RunSettings(window=w), per_kind)
             negative += window_scores(judge, n)
             positive += window_scores(judge, p)
-        t = choose_gate(negative, positive, max_false)
+        t = lowest_under(negative, positive, max_false)
         out["thresholds"][str(w)] = t
         out["windows"][str(w)] = {
             "negative": len(negative),
