@@ -43,39 +43,42 @@ def cmd_bench(args: argparse.Namespace) -> int:
 def cmd_load_test(args: argparse.Namespace) -> int:
     """Serve the page on the real model and send one NQ question per session, all at once: first with every speed
     option off (one run at a time, the page as it was), then on with fp32 weights (runs in flight share forward
-    passes), then on (decode from packed weights too)."""
+    passes), then on (decode from packed weights too); with --readers, the two readers instead (load_readers)."""
     from lab.ops import reliability  # lazy: imports torch
     from raqa.service import Service  # lazy: imports torch
 
     if args.readers:
         return load_readers(args)
     loaded = Service.load(app_config(args), progress=say)
-    questions = sample_questions(args.sessions, args.seed)
     form = RunForm(window=args.window, k=args.k)
-    phases, ok = {}, True
+    phases = _speed_phases(loaded, sample_questions(args.sessions, args.seed), form)
+    ratio = phases["on"]["p95_s"] / phases["off"]["p95_s"]
+    packed_ratio = phases["on"]["p95_s"] / phases["on_fp32_weights"]["p95_s"]
+    print(f"p95 on / off: {ratio:.2f}x (target <= 0.5x); packed / fp32 weights: {packed_ratio:.2f}x")
+    command = command_line("bench load", **stated(args, "sessions", "window", "k", "seed", "out"))
+    ratios = {"p95_ratio_on_off": ratio, "p95_ratio_packed_fp32_weights": packed_ratio}
+    results = {**phases, **ratios, "form": list(astuple(form))}
+    write_and_say(args.out, reliability.record("load_test", command, loaded, results))
+    whole = all(p["completed"] == p["sessions"] == p["own_run_only"] for p in phases.values())
+    return 0 if whole else 1
+
+
+def _speed_phases(loaded, questions: list[str], form: RunForm) -> dict:
+    """The same sessions with the speed options off, on with fp32 weights, and on; a line printed for each."""
+    from lab.ops import reliability  # lazy: imports torch
+
+    phases = {}
     for name, speed in (("off", SpeedOptions.off()), ("on_fp32_weights", SpeedOptions.exact()), ("on", SpeedOptions())):
         service = loaded.with_speed(speed)
         say(f"Speed-ups {name}: {service.concurrent_runs} run(s) at once")
         summary = reliability.load_phase(service, questions, form, progress_line(f"sessions done ({name})"))
-        ok = ok and summary["completed"] == summary["sessions"] and summary["own_run_only"] == summary["sessions"]
         phases[name] = summary | {"speed": asdict(speed)}
         print(
             f"{name}: {summary['completed']}/{summary['sessions']} sessions completed, {summary['own_run_only']} "
             f"with their own run only; p50 {summary['p50_s']:.1f} s, p95 {summary['p95_s']:.1f} s, "
             f"max {summary['max_s']:.1f} s"
         )
-    ratio = phases["on"]["p95_s"] / phases["off"]["p95_s"]
-    packed_ratio = phases["on"]["p95_s"] / phases["on_fp32_weights"]["p95_s"]
-    print(f"p95 on / off: {ratio:.2f}x (target <= 0.5x); packed / fp32 weights: {packed_ratio:.2f}x")
-    command = command_line("bench load", **stated(args, "sessions", "window", "k", "seed", "out"))
-    results = {
-        **phases,
-        "p95_ratio_on_off": ratio,
-        "p95_ratio_packed_fp32_weights": packed_ratio,
-        "form": list(astuple(form)),
-    }
-    write_and_say(args.out, reliability.record("load_test", command, loaded, results))
-    return 0 if ok else 1
+    return phases
 
 
 def load_readers(args: argparse.Namespace) -> int:
