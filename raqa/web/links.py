@@ -11,15 +11,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import NamedTuple, get_args
+from typing import NamedTuple
 
-from raqa.config import MAX_QUESTION_CHARS, Order, PublicLimits, Retrieval, RunForm, RunSettings, run_ranges
+from raqa.config import MAX_QUESTION_CHARS, PublicLimits, RunForm, RunSettings, SettingsError, validate_settings
 from raqa.web.ask_tab import STRATEGY_LABELS
 
-ORDERS = get_args(Order)
-RETRIEVALS = get_args(Retrieval)
 DEFAULTS = RunSettings()
-FLAGS = {"1": True, "true": True, "0": False, "false": False}
 
 
 class LinkedForm(NamedTuple):
@@ -28,18 +25,19 @@ class LinkedForm(NamedTuple):
     problems: tuple[str, ...]  # what in the link was not used, and why
 
 
-def _int(params: Mapping[str, str], name: str, bounds: tuple[int, int], default: int, problems: list[str]) -> int:
-    text = params.get(name)
-    if text is None:
-        return default
+# each link parameter and the form field it fills; the page's own validator (config.validate_settings) checks each
+FIELDS = {"order": "order", "w": "window", "k": "k", "retrieval": "retrieval"}
+FLAGS = {"grounded": "grounded_only", "rationale": "rationale"}
+FLAG_TEXT = {"1": True, "true": True, "0": False, "false": False}
+
+
+def _validated(name: str, field: str, value: object, default: object, limits: PublicLimits | None, problems: list):
+    """value for field as the form's validator takes it, or the default with a problem naming the link's parameter."""
     try:
-        value = int(text)
-    except ValueError:
-        value = bounds[0] - 1
-    if not bounds[0] <= value <= bounds[1]:
-        problems.append(f"{name}={text!r} is not a whole number from {bounds[0]} to {bounds[1]}")
+        return getattr(validate_settings(RunForm(**{field: value}), limits), field)
+    except SettingsError as e:
+        problems.append(f"{name}={value!r}: {e}")
         return default
-    return value
 
 
 def form_from_link(
@@ -54,7 +52,7 @@ def form_from_link(
     Example:
         >>> linked = form_from_link({"q": "Who?", "w": "3", "order": "sideways"}, ["base"])
         >>> (linked.question, linked.form.window, linked.form.order, linked.problems)
-        ('Who?', 3, 'forward', ("order='sideways' is not one of forward, backward",))
+        ('Who?', 3, 'forward', ("order='sideways': Invalid order: 'sideways'. Choose from: forward, backward.",))
     """
     problems: list[str] = []
     question = params.get("q", "")
@@ -62,33 +60,22 @@ def form_from_link(
         problems.append(f"the question is longer than {MAX_QUESTION_CHARS} characters")
         question = ""
     strategy = params.get("strategy", "iterative")
-    if strategy not in STRATEGY_LABELS:
+    if strategy not in STRATEGY_LABELS:  # "both" is the page's own: two runs side by side
         problems.append(f"strategy={strategy!r} is not one of {', '.join(STRATEGY_LABELS)}")
         strategy = "iterative"
-    order = defaults.order
-    if "order" in params:
-        if params["order"] in ORDERS:
-            order = params["order"]
-        else:
-            problems.append(f"order={params['order']!r} is not one of {', '.join(ORDERS)}")
-    flags = {}
-    for name in ("grounded", "rationale"):
-        text = params.get(name, "0").lower()
-        if text not in FLAGS:
-            problems.append(f"{name}={params[name]!r} is not 1 or 0")
-        flags[name] = FLAGS.get(text, False)
+    values = {field: getattr(defaults, field) for field in (*FIELDS.values(), *FLAGS.values())}
+    for name, field in FIELDS.items():
+        if name in params:
+            values[field] = _validated(name, field, params[name], values[field], limits, problems)
+    for name, field in FLAGS.items():
+        if name in params:
+            flag = FLAG_TEXT.get(params[name].lower(), params[name])
+            values[field] = _validated(name, field, flag, values[field], limits, problems)
     reader = params.get("reader")
     if reader is not None and reader not in readers:
         problems.append(f"reader={reader!r} is not one of {', '.join(readers)}")
         reader = None
-    retrieval = params.get("retrieval", defaults.retrieval)
-    if retrieval not in RETRIEVALS:
-        problems.append(f"retrieval={retrieval!r} is not one of {', '.join(RETRIEVALS)}")
-        retrieval = defaults.retrieval
-    window_range, k_range = run_ranges(limits)
-    window = _int(params, "w", window_range, defaults.window, problems)
-    k = _int(params, "k", k_range, defaults.k, problems)
-    form = RunForm(strategy, order, window, k, flags["grounded"], flags["rationale"], reader, retrieval)
+    form = RunForm(strategy=strategy, reader=reader, **values)
     return LinkedForm(question, form, tuple(problems))
 
 
