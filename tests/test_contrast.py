@@ -11,6 +11,10 @@ KILIMANJARO = (
     "Mount Kilimanjaro is a large dormant volcano in Tanzania. It is the highest mountain in Africa and the highest "
     "free-standing mountain above sea level in the world, at 5,895 m above sea level."
 )
+LAGERLOF = (
+    "Selma Ottilia Lovisa Lagerlöf was a Swedish writer. She published her first novel, Gösta Berling's Saga, at the "
+    "age of 33. She was the first woman to win the Nobel Prize in Literature, which she was awarded in 1909."
+)
 MELBOURNE = (
     "Melbourne is the capital and most populous city of the Australian state of Victoria and the second-most "
     "populous city in Australia."
@@ -149,6 +153,28 @@ MELBOURNE = (
             "Nairobi",
             None,
         ),
+        # the first only of a named kind, where the question names none: red (the subject named with more names)
+        ("Who was the first woman to win a Nobel Prize?", LAGERLOF, "Selma Lagerlöf", "narrowed"),
+        ("Who was the first woman to win the Nobel Prize in Literature?", LAGERLOF, "Selma Lagerlöf", None),
+        (
+            "Who was the first woman to win a Nobel Prize?",
+            "Marie Curie was a physicist. She was the first woman to win a Nobel Prize, and the first person to win "
+            "a Nobel Prize in Physics and in Chemistry.",
+            "Marie Curie",
+            None,
+        ),
+        (
+            "Who was the first President of the United States?",
+            "George Washington was the first president of the United States, from 1789 to 1797.",
+            "George Washington",
+            None,
+        ),
+        (
+            "Who was the first person to walk on the Moon?",
+            "Neil Armstrong was an astronaut. He was the first person to walk on the Moon in 1969.",
+            "Neil Armstrong",
+            None,
+        ),
         # a lower rank than asked: red; the plain superlative said too: no contrast
         (
             "What is the longest river in Africa?",
@@ -205,6 +231,12 @@ def test_a_page_naming_the_answer_for_something_else_is_a_contrast(question, tex
             "What is the capital of Canada?",
             "Ottawa is Canada's capital city of about one million people in the province of Ontario.",
             "Ottawa",
+        ),
+        # the first of a kind said of another subject that names the answer
+        (
+            "Who was the first woman to win a Nobel Prize?",
+            "Selma Lagerlöf was the first woman to win the Nobel Prize in Literature, eight years after Marie Curie.",
+            "Marie Curie",
         ),
         # said of the world a few words on
         (

@@ -42,7 +42,7 @@ from raqa.evaluation.questions import load_questions
 from raqa.evaluation.records import RESULTS_DIR, provenance
 from raqa.models.openai_stream import choice_probabilities
 from raqa.reading.agreement import agrees
-from raqa.reading.contrast import CAPITAL_OF, SUPERLATIVE, WORLDWIDE, contrast
+from raqa.reading.contrast import CAPITAL_OF, FIRST, SUPERLATIVE, WORLDWIDE, contrast
 from raqa.reading.engine import prompt
 from raqa.reading.grader import GRADER_SYSTEM, YES_NO, grading_messages, yes_probability
 from raqa.reading.grounding import mentions
@@ -177,16 +177,21 @@ def summarise(rows: list[dict]) -> dict:
 
 def contrast_scan(service, split: str = "dev") -> dict:
     """How often the contrast rules (raqa/reading/contrast.py) would turn a gold answer red on a page that holds it:
-    for each NQ-open and TriviaQA question with a superlative or "capital of", the first gold spelling each of BM25's
+    for each NQ-open and TriviaQA question with a superlative, "capital of" or "first", the first gold spelling each of BM25's
     top 15 pages contains as "readable" counts it (not one that only repeats the question, "Capital of Belarus", which
     the grader refuses anyway). No model is asked. Every case listed is a gold answer turned red, even where its page
     states it only by implication ("third-largest island ..., after Cuba")."""
-    checked, flagged = {"rank": 0, "scope": 0, "capital": 0}, []
+    checked, flagged = {"rank": 0, "scope": 0, "capital": 0, "narrowed": 0}, []
     for dataset in ("nq", "triviaqa"):
         for item in load_questions(dataset, split):
             rules = [
                 r
-                for r, asks in (("rank", SUPERLATIVE), ("scope", WORLDWIDE), ("capital", CAPITAL_OF))
+                for r, asks in (
+                    ("rank", SUPERLATIVE),
+                    ("scope", WORLDWIDE),
+                    ("capital", CAPITAL_OF),
+                    ("narrowed", FIRST),
+                )
                 if asks.search(item.question)
             ]
             if not rules:
@@ -227,7 +232,10 @@ def main(argv: list[str] | None = None) -> int:
         service = Service.load(AppConfig.from_env(), progress=lambda m: print(m, file=sys.stderr), load_model=False)
         out = args.out if args.out != RESULT_FILE else RESULTS_DIR / "contrast-rules.json"
         command = command_line("lab.evaluation.grader_probe", contrast_scan=True)
-        data = 'NQ-open and TriviaQA dev questions with a superlative or "capital of"; BM25\'s top 15 over the embedded lead sections'
+        data = (
+            'NQ-open and TriviaQA dev questions with a superlative, "capital of" or "first"; BM25\'s top 15 over the '
+            "embedded lead sections"
+        )
         write_json(
             out,
             {

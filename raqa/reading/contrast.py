@@ -10,6 +10,9 @@ asking the model:
   the run ended amber on it.
 - **capital**: the question asks for the capital of one place ("capital of Australia") and the page makes the
   answer the capital of another ("Melbourne is the capital ... of the Australian state of Victoria").
+- **narrowed**: the question asks for the first of something ("the first woman to win a Nobel Prize") and the page
+  says the answer was the first only of a named kind ("the first woman to win the Nobel Prize in Literature"); the
+  1.5B answered Selma Lagerlöf, amber.
 
 A sentence about the answer that also says what the question asks (the plain superlative, the world, the same
 place) makes it no contrast. How often each rule turns a gold answer red on dev pages that mention it:
@@ -41,12 +44,16 @@ _WORLD_WORDS = (
 )
 WORLDWIDE = re.compile(rf"\b(?:in|on|of)\s+(?:the\s+)?{_WORLD_WORDS}\b|\b{_WORLD_WORDS}'s\b", re.IGNORECASE)
 CAPITAL_OF = re.compile(rf"\bcapital(?:\s+city)?\s+of\s+(?:the\s+)?{_PLACE}")
+FIRST = re.compile(r"\bfirst\s+((?:[\w'-]+\s+){1,7}[\w'-]+)", re.IGNORECASE)  # "first woman to win a Nobel Prize"
+_ARTICLE = r"(?:a|an|the)"
+# "in Literature", "for Peace", "of the Royal Society": a kind named after the question's phrase (not "in 1909")
+_NAMED_KIND = re.compile(rf"\s+(?:in|for|of)\s+(?:{_ARTICLE}\s+)?[A-Z][\w'-]*")
 _REGION = r"(?:state|province|region|territory|county|department|prefecture|oblast|canton|emirate|governorate)"
 
 
 @dataclass(frozen=True)
 class Contrast:
-    rule: str  # "rank", "scope" or "capital"
+    rule: str  # "rank", "scope", "capital" or "narrowed"
     says: str  # the page's words: "fourth-longest river", "highest mountain in Africa", "state of Victoria"
 
     def note(self, page_id: str, answer: str) -> str:
@@ -55,6 +62,7 @@ class Contrast:
             "rank": "not the top rank the question asks for",
             "scope": "only within a place, where the question asks about the world",
             "capital": "the capital of another place than the question's",
+            "narrowed": "the first only of a kind the question does not name",
         }[self.rule]
         return f"Page {page_id} says {self.says!r}, {instead}: it does not state that {answer!r} is the answer."
 
@@ -74,7 +82,7 @@ def contrast(question: str, text: str, answer: str) -> Contrast | None:
         True
     """
     about = _about(text, answer)
-    for rule, find in (("rank", _rank), ("scope", _scope), ("capital", _capital)):
+    for rule, find in (("rank", _rank), ("scope", _scope), ("capital", _capital), ("narrowed", _narrowed)):
         if says := find(question, about):  # in turn: a later rule is not tried once one finds a contrast
             return Contrast(rule, says)
     return None
@@ -94,8 +102,10 @@ def _about(text: str, answer: str) -> list[tuple[str, bool]]:
 
 
 def _is_subject(answer: str, sentence: str) -> bool:
-    """Whether the sentence opens with the answer ("The Zambezi is ..."), so that "It is ..." next is about it."""
-    return mentions(sentence[: len(answer) + 12], answer)
+    """Whether the sentence opens with the answer ("The Zambezi is ..."), so that "It is ..." next is about it; a name
+    with more names inside counts too, up to its verb ("Selma Ottilia Lovisa Lagerlöf was ..." for Selma Lagerlöf)."""
+    head = re.match(r"(.{0,60}?)\s+(?:is|was|are|were)\b", sentence)
+    return mentions(sentence[: len(answer) + 12], answer) or bool(head and mentions(head.group(1), answer))
 
 
 def _rank(question: str, about: list[tuple[str, bool]]) -> str | None:
@@ -199,6 +209,37 @@ def _capital(question: str, about: list[tuple[str, bool]]) -> str | None:
         if region and _place_key(region.group(1)) != asked_key:
             other = other or clause[capital.start() : capital.end() + region.end()]
     return other if other and not same else None
+
+
+def _narrowed(question: str, about: list[tuple[str, bool]]) -> str | None:
+    """The first of something asked without a kind ("the first woman to win a Nobel Prize") that a sentence whose
+    subject is the answer says only of a named kind ("the first woman to win the Nobel Prize in Literature"); a
+    sentence about the answer saying it without the kind makes it no contrast.
+
+    Example:
+        >>> _narrowed("Who was the first woman to win a Nobel Prize?",
+        ...           [("She was the first woman to win the Nobel Prize in Literature.", True)])
+        'first woman to win the Nobel Prize in Literature'
+        >>> _narrowed("Who was the first President of the United States?",
+        ...           [("He was the first president of the United States, from 1789 to 1797.", True)]) is None
+        True
+    """
+    asked = FIRST.search(question)
+    if not asked:
+        return None
+    words = [
+        rf"{_ARTICLE}" if re.fullmatch(_ARTICLE, w, re.IGNORECASE) else re.escape(w) for w in asked.group(1).split()
+    ]
+    phrase = re.compile(r"\bfirst\s+" + r"\s+".join(words) + r"\b", re.IGNORECASE)
+    narrowed, plain = None, False
+    for sentence, subject in about:
+        for m in phrase.finditer(sentence):
+            kind = _NAMED_KIND.match(sentence, m.end())
+            if kind and subject:
+                narrowed = narrowed or sentence[m.start() : kind.end()]
+            elif not kind:
+                plain = True  # "the first woman to win a Nobel Prize, and ...": said without a kind
+    return narrowed if narrowed and not plain else None
 
 
 def _place_key(place: str) -> str:
