@@ -157,6 +157,19 @@ MELBOURNE = (
         ("Who was the first woman to win a Nobel Prize?", LAGERLOF, "Selma Lagerlöf", "narrowed"),
         ("Who was the first woman to win the Nobel Prize in Literature?", LAGERLOF, "Selma Lagerlöf", None),
         (
+            "What is the tallest mountain in the world?",
+            "Puncak Jaya, with an elevation of 4,884 m, is the highest mountain peak of an island on Earth, and the "
+            "highest peak in Indonesia.",
+            "Puncak Jaya",
+            "narrowed",
+        ),
+        (
+            "What is the tallest mountain in the world?",
+            "Mount Everest is the highest mountain on Earth, and the highest mountain of an Asian country.",
+            "Mount Everest",
+            None,
+        ),
+        (
             "Who was the first woman to win a Nobel Prize?",
             "Marie Curie was a physicist. She was the first woman to win a Nobel Prize, and the first person to win "
             "a Nobel Prize in Physics and in Chemistry.",

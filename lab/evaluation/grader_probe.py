@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -175,6 +176,9 @@ def summarise(rows: list[dict]) -> dict:
     return out
 
 
+FIRST_OR_TOP = re.compile(f"{FIRST.pattern}|{SUPERLATIVE.pattern}", re.IGNORECASE)  # what the narrowed rule reads
+
+
 def contrast_scan(service, split: str = "dev") -> dict:
     """How often the contrast rules (raqa/reading/contrast.py) would turn a gold answer red on a page that holds it:
     for each NQ-open and TriviaQA question with a superlative, "capital of" or "first", the first gold spelling each of BM25's
@@ -190,7 +194,7 @@ def contrast_scan(service, split: str = "dev") -> dict:
                     ("rank", SUPERLATIVE),
                     ("scope", WORLDWIDE),
                     ("capital", CAPITAL_OF),
-                    ("narrowed", FIRST),
+                    ("narrowed", FIRST_OR_TOP),
                 )
                 if asks.search(item.question)
             ]

@@ -11,8 +11,9 @@ asking the model:
 - **capital**: the question asks for the capital of one place ("capital of Australia") and the page makes the
   answer the capital of another ("Melbourne is the capital ... of the Australian state of Victoria").
 - **narrowed**: the question asks for the first of something ("the first woman to win a Nobel Prize") and the page
-  says the answer was the first only of a named kind ("the first woman to win the Nobel Prize in Literature"); the
-  1.5B answered Selma Lagerlöf, amber.
+  says the answer was the first only of a named kind ("the first woman to win the Nobel Prize in Literature"), or
+  for the top ("the tallest mountain") that the page says only of one of a kind ("the highest mountain peak of an
+  island"); the 1.5B answered Selma Lagerlöf and Puncak Jaya, amber.
 
 A sentence about the answer that also says what the question asks (the plain superlative, the world, the same
 place) makes it no contrast. How often each rule turns a gold answer red on dev pages that mention it:
@@ -48,6 +49,7 @@ FIRST = re.compile(r"\bfirst\s+((?:[\w'-]+\s+){1,7}[\w'-]+)", re.IGNORECASE)  # 
 _ARTICLE = r"(?:a|an|the)"
 # "in Literature", "for Peace", "of the Royal Society": a kind named after the question's phrase (not "in 1909")
 _NAMED_KIND = re.compile(rf"\s+(?:in|for|of)\s+(?:{_ARTICLE}\s+)?[A-Z][\w'-]*")
+_ONE_OF_A_KIND = re.compile(r"(?:\s+[\w-]+)?\s+of\s+an?\s+[\w-]+")  # "highest mountain peak of an island"
 _REGION = r"(?:state|province|region|territory|county|department|prefecture|oblast|canton|emirate|governorate)"
 
 
@@ -213,33 +215,48 @@ def _capital(question: str, about: list[tuple[str, bool]]) -> str | None:
 
 def _narrowed(question: str, about: list[tuple[str, bool]]) -> str | None:
     """The first of something asked without a kind ("the first woman to win a Nobel Prize") that a sentence whose
-    subject is the answer says only of a named kind ("the first woman to win the Nobel Prize in Literature"); a
-    sentence about the answer saying it without the kind makes it no contrast.
+    subject is the answer says only of a named kind ("the first woman to win the Nobel Prize in Literature"), or a
+    superlative asked ("the tallest mountain") that it says only of one of a kind ("the highest mountain peak of an
+    island"); a sentence about the answer saying it without the kind makes it no contrast.
 
     Example:
         >>> _narrowed("Who was the first woman to win a Nobel Prize?",
         ...           [("She was the first woman to win the Nobel Prize in Literature.", True)])
         'first woman to win the Nobel Prize in Literature'
+        >>> _narrowed("What is the tallest mountain in the world?",
+        ...           [("Puncak Jaya is the highest mountain peak of an island on Earth.", True)])
+        'highest mountain peak of an island'
         >>> _narrowed("Who was the first President of the United States?",
         ...           [("He was the first president of the United States, from 1789 to 1797.", True)]) is None
         True
     """
-    asked = FIRST.search(question)
-    if not asked:
-        return None
-    words = [
-        rf"{_ARTICLE}" if re.fullmatch(_ARTICLE, w, re.IGNORECASE) else re.escape(w) for w in asked.group(1).split()
-    ]
-    phrase = re.compile(r"\bfirst\s+" + r"\s+".join(words) + r"\b", re.IGNORECASE)
-    narrowed, plain = None, False
-    for sentence, subject in about:
-        for m in phrase.finditer(sentence):
-            kind = _NAMED_KIND.match(sentence, m.end())
-            if kind and subject:
-                narrowed = narrowed or sentence[m.start() : kind.end()]
-            elif not kind:
-                plain = True  # "the first woman to win a Nobel Prize, and ...": said without a kind
-    return narrowed if narrowed and not plain else None
+    for phrase, kind in _asked_tops(question):
+        narrowed, plain = None, False
+        for sentence, subject in about:
+            for m in phrase.finditer(sentence):
+                named = kind.match(sentence, m.end())
+                if named and subject:
+                    narrowed = narrowed or sentence[m.start() : named.end()]
+                elif not named:
+                    plain = True  # "the first woman to win a Nobel Prize, and ...": said without a kind
+        if narrowed and not plain:
+            return narrowed
+    return None
+
+
+def _asked_tops(question: str) -> list[tuple[re.Pattern, re.Pattern]]:
+    """The question's "first ..." and superlative phrases as the page may say them, each with what narrows it."""
+    tops = []
+    if asked := FIRST.search(question):
+        words = [_ARTICLE if re.fullmatch(_ARTICLE, w, re.IGNORECASE) else re.escape(w) for w in asked.group(1).split()]
+        tops.append((re.compile(r"\bfirst\s+" + r"\s+".join(words) + r"\b", re.IGNORECASE), _NAMED_KIND))
+    for match in SUPERLATIVE.finditer(question):
+        if not _asks_for_rank(question, match):
+            word = match.group(1).lower()
+            top = _SAME_TOP.get(word, re.sub(r"\s+", r"\\s+", word))
+            phrase = re.compile(rf"(?i:(?<![\w-]){top}{_GAP}{re.escape(match.group(2))}\w*)")
+            tops.append((phrase, _ONE_OF_A_KIND))
+    return tops
 
 
 def _place_key(place: str) -> str:
