@@ -309,3 +309,17 @@ def test_every_session_sees_its_place_in_line_or_its_first_window_within_two_sec
         assert all(e["eta_s"] >= 0 and e["ahead"] >= e["place"] for e in events)
     # a whole run of the slowest took about the six runs' time, not much more: the line wastes nothing
     assert summary["max_s"] < 6 * 4 * SLOW_REPLY_S + 6
+
+
+def test_a_first_sign_measurement_stops_each_run_at_its_first_sign_and_the_line_moves_on(server):
+    """lab.ops.first_sign's sessions: each ends at its place in line or its first window, and the stopped runs leave
+    the line, so a whole run asked next is not kept waiting behind them."""
+    from raqa.config import RunForm
+
+    form = RunForm(window=3, k=15)
+    stopped = drive_sessions(server, [SLOW_QUESTION] * 4, form, timeout=60, first_sign_only=True)
+    assert all(r.error is None and r.updates == 1 and r.first_progress_s is not None for r in stopped)
+    assert {r.events[0]["type"] for r in stopped} <= {"in_line", "window_started"}
+    after = drive_sessions(server, [_question(6)], timeout=60)[0]
+    assert after.error is None and after.final["type"] == "final"
+    assert not [e for e in after.events if e["type"] == "in_line" and e["place"] > 1]

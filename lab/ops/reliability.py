@@ -12,6 +12,7 @@ process (a Space runs one).
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import socket
@@ -68,7 +69,11 @@ def serve(service: Service, port: int | None = None, page: dict | None = None, *
     return demo, f"http://127.0.0.1:{port}/"
 
 
-def _one_session(url: str, question: str, form: RunForm, start: threading.Barrier, timeout: float) -> SessionResult:
+def _one_session(
+    url: str, question: str, form: RunForm, start: threading.Barrier, timeout: float, first_sign_only: bool = False
+) -> SessionResult:
+    """One visitor's run through /run_events, timed; with first_sign_only, stopped (as Stop does) at its first sign
+    of progress, so that a class's first signs are measured without waiting for every run."""
     from gradio_client import Client
 
     began = time.perf_counter()
@@ -81,6 +86,11 @@ def _one_session(url: str, question: str, form: RunForm, start: threading.Barrie
         for event in job:  # each event as it arrives, so the first sign of progress is timed
             kind = event.get("type") if isinstance(event, dict) else None
             first.setdefault("progress" if kind in PROGRESS else kind, time.perf_counter() - began)
+            if first_sign_only and "progress" in first:
+                seconds = time.perf_counter() - began
+                with contextlib.suppress(Exception):  # a stop the page answers late is not this session's sign
+                    job.cancel()
+                return SessionResult(question, seconds, 1, (event,), first_progress_s=first["progress"])
         job.result(timeout=timeout)
         events = tuple(job.outputs())
         seconds = time.perf_counter() - began
@@ -102,8 +112,10 @@ def drive_sessions(
     form: RunForm = DEFAULT_FORM,
     timeout: float = 600.0,
     progress: Callable[[int, int], None] | None = None,
+    first_sign_only: bool = False,
 ) -> list[SessionResult]:
-    """Submit every question at the same moment, each from its own session; results in question order."""
+    """Submit every question at the same moment, each from its own session; results in question order (with
+    first_sign_only, each stopped at its first sign of progress)."""
     results: list[SessionResult | None] = [None] * len(questions)
     start = threading.Barrier(len(questions))
     done = 0
@@ -111,7 +123,7 @@ def drive_sessions(
 
     def work(i: int) -> None:
         nonlocal done
-        results[i] = _one_session(url, questions[i], form, start, timeout)
+        results[i] = _one_session(url, questions[i], form, start, timeout, first_sign_only)
         with lock:
             done += 1
             if progress:
@@ -129,11 +141,16 @@ def drive_sessions(
 
 
 def drive_sessions_apart(
-    url: str, questions: Sequence[str], form: RunForm = DEFAULT_FORM, timeout: float = 600.0
+    url: str,
+    questions: Sequence[str],
+    form: RunForm = DEFAULT_FORM,
+    timeout: float = 600.0,
+    first_sign_only: bool = False,
 ) -> list[SessionResult]:
     """drive_sessions from a child process, so that the page's process holds the page alone: its memory, and its
     threads and interpreter lock shared with no client (`python -m lab.ops.reliability` reads the job on stdin)."""
-    job = json.dumps({"url": url, "questions": list(questions), "form": asdict(form), "timeout": timeout})
+    job = {"url": url, "questions": list(questions), "form": asdict(form), "timeout": timeout}
+    job = json.dumps(job | {"first_sign_only": first_sign_only})
     child = [sys.executable, "-m", "lab.ops.reliability"]
     done = subprocess.run(child, input=job, capture_output=True, text=True, timeout=timeout + 300, check=True)
     rows = json.loads(done.stdout.strip().splitlines()[-1])
@@ -251,5 +268,7 @@ def record(kind: str, command: str, service: Service, results: dict) -> dict:
 
 if __name__ == "__main__":  # the child of drive_sessions_apart: a job on stdin, the sessions' results on stdout
     _job = json.load(sys.stdin)
-    _results = drive_sessions(_job["url"], _job["questions"], RunForm(**_job["form"]), _job["timeout"])
+    _results = drive_sessions(
+        _job["url"], _job["questions"], RunForm(**_job["form"]), _job["timeout"], None, _job["first_sign_only"]
+    )
     print(json.dumps([asdict(r) for r in _results]))
