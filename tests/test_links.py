@@ -49,3 +49,13 @@ def test_each_unusable_parameter_keeps_its_default_and_is_named(params: dict, na
     linked = form_from_link(params, READERS)
     assert len(linked.problems) == 1 and named in linked.problems[0]
     assert linked[:-1] == form_from_link({}, READERS)[:-1]
+
+
+def test_on_a_public_page_each_parameter_is_checked_beside_the_capped_defaults() -> None:
+    """w=2 is within the caps even though RunForm's own K (15) is not: only k=50 is named."""
+    from raqa.config import PublicLimits
+
+    limits = PublicLimits(max_k=8, max_window=3)
+    linked = form_from_link({"q": "apple", "k": "50", "w": "2"}, READERS, RunSettings(k=8), limits)
+    assert (linked.form.window, linked.form.k) == (2, 8)
+    assert len(linked.problems) == 1 and "k='50'" in linked.problems[0] and "from 5 to 8" in linked.problems[0]

@@ -31,13 +31,14 @@ FLAGS = {"grounded": "grounded_only", "rationale": "rationale"}
 FLAG_TEXT = {"1": True, "true": True, "0": False, "false": False}
 
 
-def _validated(name: str, field: str, value: object, default: object, limits: PublicLimits | None, problems: list):
-    """value for field as the form's validator takes it, or the default with a problem naming the link's parameter."""
+def _validated(name: str, field: str, value: object, values: dict, limits: PublicLimits | None, problems: list):
+    """value for field as the form's validator takes it beside the other values, or the field's value so far with a
+    problem naming the link's parameter."""
     try:
-        return getattr(validate_settings(RunForm(**{field: value}), limits), field)
+        return getattr(validate_settings(RunForm(**(values | {field: value})), limits), field)
     except SettingsError as e:
-        problems.append(f"{name}={value!r}: {e}")
-        return default
+        problems.append(f"{name}={value!r}: {str(e).rstrip('.')}")  # the page ends the list with its own stop
+        return values[field]
 
 
 def form_from_link(
@@ -52,7 +53,7 @@ def form_from_link(
     Example:
         >>> linked = form_from_link({"q": "Who?", "w": "3", "order": "sideways"}, ["base"])
         >>> (linked.question, linked.form.window, linked.form.order, linked.problems)
-        ('Who?', 3, 'forward', ("order='sideways': Invalid order: 'sideways'. Choose from: forward, backward.",))
+        ('Who?', 3, 'forward', ("order='sideways': Invalid order: 'sideways'. Choose from: forward, backward",))
     """
     problems: list[str] = []
     question = params.get("q", "")
@@ -66,11 +67,11 @@ def form_from_link(
     values = {field: getattr(defaults, field) for field in (*FIELDS.values(), *FLAGS.values())}
     for name, field in FIELDS.items():
         if name in params:
-            values[field] = _validated(name, field, params[name], values[field], limits, problems)
+            values[field] = _validated(name, field, params[name], values, limits, problems)
     for name, field in FLAGS.items():
         if name in params:
             flag = FLAG_TEXT.get(params[name].lower(), params[name])
-            values[field] = _validated(name, field, flag, values[field], limits, problems)
+            values[field] = _validated(name, field, flag, values, limits, problems)
     reader = params.get("reader")
     if reader is not None and reader not in readers:
         problems.append(f"reader={reader!r} is not one of {', '.join(readers)}")
