@@ -52,15 +52,19 @@ def cmd_load_test(args: argparse.Namespace) -> int:
     loaded = Service.load(app_config(args), progress=say)
     form = RunForm(window=args.window, k=args.k)
     phases = _speed_phases(loaded, sample_questions(args.sessions, args.seed), form)
-    ratio = phases["on"]["p95_s"] / phases["off"]["p95_s"]
-    packed_ratio = phases["on"]["p95_s"] / phases["on_fp32_weights"]["p95_s"]
-    print(f"p95 on / off: {ratio:.2f}x (target <= 0.5x); packed / fp32 weights: {packed_ratio:.2f}x")
     command = command_line("bench load", **stated(args, "sessions", "window", "k", "seed", "out"))
-    ratios = {"p95_ratio_on_off": ratio, "p95_ratio_packed_fp32_weights": packed_ratio}
-    results = {**phases, **ratios, "form": list(astuple(form))}
+    results = {**phases, **_p95_ratios(phases), "form": list(astuple(form))}
     write_and_say(args.out, reliability.record("load_test", command, loaded, results))
     whole = all(p["completed"] == p["sessions"] == p["own_run_only"] for p in phases.values())
     return 0 if whole else 1
+
+
+def _p95_ratios(phases: dict) -> dict:
+    """The p95 of a whole run with the speed options on against off, and packed against fp32 weights; printed too."""
+    ratio = phases["on"]["p95_s"] / phases["off"]["p95_s"]
+    packed_ratio = phases["on"]["p95_s"] / phases["on_fp32_weights"]["p95_s"]
+    print(f"p95 on / off: {ratio:.2f}x (target <= 0.5x); packed / fp32 weights: {packed_ratio:.2f}x")
+    return {"p95_ratio_on_off": ratio, "p95_ratio_packed_fp32_weights": packed_ratio}
 
 
 def _speed_phases(loaded, questions: list[str], form: RunForm) -> dict:
@@ -164,13 +168,17 @@ def cmd_deploy_space(args: argparse.Namespace) -> int:
     if args.dry_run:
         say(f"Dry run: nothing uploaded. Without --dry-run these files go to https://huggingface.co/spaces/{repo_id}")
         return 0
+    return _upload(repo_id, files, args.private)
+
+
+def _upload(repo_id: str, files, private: bool) -> int:
     from huggingface_hub import get_token  # lazy: only a deploy needs it
 
     token = get_token()  # HF_TOKEN, else the login `hf auth login` saved: huggingface_hub's own convention
     if not token:
         return error("No Hugging Face token: set HF_TOKEN (a token with write access) or run `hf auth login`.")
     say(f"Uploading {len(files)} files to the Space {repo_id} ...")
-    print(deploy(repo_id, files, token, private=args.private))
+    print(deploy(repo_id, files, token, private=private))
     return 0
 
 
@@ -178,20 +186,26 @@ def cmd_time_start(args: argparse.Namespace) -> int:
     """Start app.py once as Spaces does and print the seconds to a usable page as JSON; with --out, start it fresh
     and warm on a new cache and write the record."""
     from lab.ops import page_start  # lazy: imports torch
-    from raqa.evaluation.records import provenance
 
     if args.out:
-        result = page_start.fresh_and_warm(args.python, space=not args.not_space)
-        command = command_line("bench start", not_space=args.not_space or None, out=args.out)
-        write_and_say(args.out, {"measurement": "page_start", "command": command, **provenance(), "results": result})
-        return 0
+        return _start_record(args)
     try:
         cache = Path(args.cache) if args.cache else None
-        with page_start.started_app(
-            args.python, not args.not_space, cache, Path(args.log) if args.log else None
-        ) as start:
+        log = Path(args.log) if args.log else None
+        with page_start.started_app(args.python, not args.not_space, cache, log) as start:
             result = {"seconds": round(start.seconds, 1), "python": start.python, "space": start.space}
     except RuntimeError as e:
         return error(e)
     print(json.dumps(result))
+    return 0
+
+
+def _start_record(args: argparse.Namespace) -> int:
+    """Start the page fresh, then warm, on a new cache, and write the record."""
+    from lab.ops import page_start  # lazy: imports torch
+    from raqa.evaluation.records import provenance
+
+    result = page_start.fresh_and_warm(args.python, space=not args.not_space)
+    command = command_line("bench start", not_space=args.not_space or None, out=args.out)
+    write_and_say(args.out, {"measurement": "page_start", "command": command, **provenance(), "results": result})
     return 0
