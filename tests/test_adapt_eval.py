@@ -1,4 +1,5 @@
-"""experiment when_to_retrieve's scoring, Table 3 split and popularity baseline, on the tiny corpus with a scripted model."""
+"""experiment when_to_retrieve's scoring, Table 3 split and popularity baseline, on the tiny corpus with a scripted
+model."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""`experiment when_to_retrieve --endpoint NAME --concurrency N`: the never- and always-retrieve answers come from the model server,
-Adapt-LLM's decisions and answers from the local adapter; N questions in flight; the rows resume."""
+"""`experiment when_to_retrieve --endpoint NAME --concurrency N`: the never- and always-retrieve answers come from the
+model server, Adapt-LLM's decisions and answers from the local adapter; N questions in flight; the rows resume."""
 
 from __future__ import annotations
 

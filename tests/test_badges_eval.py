@@ -1,5 +1,6 @@
-"""experiment badges: both badge rules on the same question share the model's replies and the judge's readings, rows resume,
-and the per-question figures count what a viewer sees (green precision, amber, answers on unanswerable questions)."""
+"""experiment badges: both badge rules on the same question share the model's replies and the judge's readings, rows
+resume, and the per-question figures count what a viewer sees (green precision, amber, answers on unanswerable
+questions)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""experiment pipeline: rows made through the When-to-retrieve stream (resumable), and every policy scored from them with
-abstention in the numbers: coverage, accuracy among answered, risk-coverage curves, AUCs, the targets."""
+"""experiment pipeline: rows made through the When-to-retrieve stream (resumable), and every policy scored from them
+with abstention in the numbers: coverage, accuracy among answered, risk-coverage curves, AUCs, the targets."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""`experiment badges`: the badge measured per question on NQ-open and TriviaQA test, before and after the support model.
+"""`experiment badges`: the badge measured per question on NQ-open and TriviaQA test, before and after the support
+model.
 
 Runs each question with the page's defaults under both badge rules (evaluation/badges.py), one row per question in
 a resumable JSONL, and writes `assets/results/badges-<datasets>.json` with `per_question` figures per dataset. With
@@ -43,10 +44,10 @@ def _prepare(args: argparse.Namespace) -> Ready:
     service = served_by(service, args.endpoint) if args.endpoint else service  # the model's replies; judge local
     concurrency = run_concurrency(args, service)
     reading = service.reading(None, RunSettings())
-    judge = reading[3]
+    _, backend, _, judge = reading
     if judge is None or judge.support is None:
         raise ModelError("experiment badges needs the answer judge with its support model (assets/judge/support.json).")
-    server = reading[1] if args.endpoint else None
+    server = backend if args.endpoint else None
     reads = "the model's replies; the judge: local"
     return Ready(service, concurrency, server, reads, {"tests": tests, "reading": reading})
 

@@ -18,7 +18,7 @@ from lab.evaluation.when_to_retrieve import adapt_rows
 from lab.records import options_line
 from raqa.cli.options import app_config
 from raqa.cli.output import say
-from raqa.config import RunSettings, SpeedOptions
+from raqa.config import SpeedOptions
 from raqa.evaluation import questions as question_sets  # by module: tests replace its load_questions
 from raqa.evaluation import records
 from raqa.evaluation.fan_out import MAX_CALLS
@@ -38,9 +38,7 @@ def _prepare_experiment(args: argparse.Namespace) -> Ready:
     concurrency = run_concurrency(args, service)
     if args.endpoint and "reader" in experiment.options:
         _check_served(service, args.reader)
-    if "reader" in experiment.options:  # each reader loaded, or refused naming the readers, before the clock
-        for name in args.reader.split(","):
-            service.reading(name, RunSettings())
+    registry.load_readers(experiment, service, args.reader)  # a reader that does not exist: exit 2, nothing run
     return Ready(service, concurrency, loaded={"experiment": experiment, "limit": limit, "pool": pool})
 
 

@@ -1,5 +1,5 @@
-"""`bench speed`, `bench load`, `bench soak`, `bench scale`: measurements of this machine, each written as a JSON record;
-`bench start`: `python app.py` to a usable page (lab/ops/page_start.py); `deploy-space`: this checkout as a
+"""`bench speed`, `bench load`, `bench soak`, `bench scale`: measurements of this machine, each written as a JSON
+record; `bench start`: `python app.py` to a usable page (lab/ops/page_start.py); `deploy-space`: this checkout as a
 Hugging Face Space (lab/ops/deploy_space.py).
 
 The measuring lives in lab.ops; here the options become its arguments, and its results a summary line on

@@ -1,6 +1,7 @@
-"""experiment when_to_retrieve's run (python -m lab experiment when_to_retrieve): NR-LLM, AR-LLM and Adapt-LLM on each test set, the popularity
-baseline on PopQA, each set's summary (policy_scores.py) and the record's provenance; the record is named
-when_to_retrieve. Left out: the rows themselves (when_to_retrieve.py) and options and printing (cli/experiments.py).
+"""experiment when_to_retrieve's run (python -m lab experiment when_to_retrieve): NR-LLM, AR-LLM and Adapt-LLM on each
+test set, the popularity baseline on PopQA, each set's summary (policy_scores.py) and the record's provenance; the
+record is named when_to_retrieve. Left out: the rows themselves (when_to_retrieve.py) and options and printing
+(cli/experiments.py).
 """
 
 from __future__ import annotations

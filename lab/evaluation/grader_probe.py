@@ -180,11 +180,11 @@ FIRST_OR_TOP = re.compile(f"{FIRST.pattern}|{SUPERLATIVE.pattern}", re.IGNORECAS
 
 
 def contrast_scan(service, split: str = "dev") -> dict:
-    """How often the contrast rules (raqa/reading/contrast.py) would turn a gold answer red on a page that holds it:
-    for each NQ-open and TriviaQA question with a superlative, "capital of" or "first", the first gold spelling each of BM25's
-    top 15 pages contains as "readable" counts it (not one that only repeats the question, "Capital of Belarus", which
-    the grader refuses anyway). No model is asked. Every case listed is a gold answer turned red, even where its page
-    states it only by implication ("third-largest island ..., after Cuba")."""
+    """How often the contrast rules (raqa/reading/contrast.py) would turn a gold answer red on a page that holds it: for
+    each NQ-open and TriviaQA question with a superlative, "capital of" or "first", the first gold spelling each of
+    BM25's top 15 pages contains as "readable" counts it (not one that only repeats the question, "Capital of Belarus",
+    which the grader refuses anyway). No model is asked. Every case listed is a gold answer turned red, even where its
+    page states it only by implication ("third-largest island ..., after Cuba")."""
     checked, flagged = {"rank": 0, "scope": 0, "capital": 0, "narrowed": 0}, []
     for dataset in ("nq", "triviaqa"):
         for item in load_questions(dataset, split):

@@ -1,6 +1,7 @@
-"""experiment when_to_retrieve's scores, from the When-to-retrieve evaluation's rows (when_to_retrieve.py): the Adapt-LLM paper's
-policies (never, always, Adapt-LLM, popularity) by accuracy and exact match, its Table 3, a cross-fitted threshold on
-P(<RET>) and paired differences. Left out: the pipeline's configurations (when_to_retrieve_scores.py).
+"""experiment when_to_retrieve's scores, from the When-to-retrieve evaluation's rows (when_to_retrieve.py): the
+Adapt-LLM paper's policies (never, always, Adapt-LLM, popularity) by accuracy and exact match, its Table 3, a
+cross-fitted threshold on P(<RET>) and paired differences. Left out: the pipeline's configurations
+(when_to_retrieve_scores.py).
 """
 
 from __future__ import annotations
@@ -92,7 +93,8 @@ def _auc(rows: Sequence[dict]) -> float | None:
 
 
 def summarise_policies(rows: Sequence[dict]) -> dict:
-    """experiment when_to_retrieve's summary of one question set (with the popularity policy where the rows have it: PopQA test)."""
+    """experiment when_to_retrieve's summary of one question set (with the popularity policy where the rows have it:
+    PopQA test)."""
     if not rows:
         raise ValueError("No evaluated questions to summarise.")
     named = [p for p in (*EVAL_POLICIES, "popularity") if p in rows[0]]

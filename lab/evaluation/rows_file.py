@@ -4,8 +4,8 @@ Every row carries a `settings_key` naming what made it (model or server, corpus,
 several settings, and a run only sees its own. Rows are appended whole, one line at a time under a lock, and flushed
 as soon as they are made, so a run stopped at any point keeps every finished row; a line cut by the stop is skipped
 when the file is read again. `resumed` makes the rows of a work list that are missing (fan_out.calls_at_once at a
-time) and returns all of them in the work list's order. Used by experiment pipeline, experiment when_to_retrieve, experiment badges
-and, through call_journal.py, by every experiment.
+time) and returns all of them in the work list's order. Used by experiment pipeline, experiment when_to_retrieve,
+experiment badges and, through call_journal.py, by every experiment.
 """
 
 from __future__ import annotations

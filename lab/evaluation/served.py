@@ -1,10 +1,10 @@
 """The When-to-retrieve evaluation with a model server: the never- and always-retrieve answers from the server.
 
-A model server holds one model and none of the LoRA adapters trained here (assets/adapt), so through
-`experiment when_to_retrieve --endpoint NAME` the two baselines are the served model itself: never retrieve = it answers from memory
-(the closed-book prompt), always retrieve = it answers with BM25's top page (the context prompt), as NR-LLM and
-AR-LLM do with their adapters. Adapt-LLM's decision (P(<RET>)) and its answers need the trained adapter, so they stay
-on the local model, one call at a time under a lock while the server answers several questions at once.
+A model server holds one model and none of the LoRA adapters trained here (assets/adapt), so through `experiment
+when_to_retrieve --endpoint NAME` the two baselines are the served model itself: never retrieve = it answers from memory
+(the closed-book prompt), always retrieve = it answers with BM25's top page (the context prompt), as NR-LLM and AR-LLM
+do with their adapters. Adapt-LLM's decision (P(<RET>)) and its answers need the trained adapter, so they stay on the
+local model, one call at a time under a lock while the server answers several questions at once.
 """
 
 from __future__ import annotations

@@ -3,10 +3,12 @@
 Both verbs run the stream of when_to_retrieve/pipeline.py and keep, per question, what their policies need to be
 scored without running again (when_to_retrieve_scores.py scores them):
 
-    experiment pipeline   the base model's closed-book answer with its signals, and each reader's ending after the
+    experiment pipeline
+                    the base model's closed-book answer with its signals, and each reader's ending after the
                     iterative windows ("always" once per reader, the closed-book part shared); dev questions (for
                     the thresholds) keep the closed-book part only
-    experiment when_to_retrieve      each of the Adapt-LLM paper's policies (never, always, adapt; policies.py) with its answer, the
+    experiment when_to_retrieve
+                    each of the Adapt-LLM paper's policies (never, always, adapt; policies.py) with its answer, the
                     page it read and Adapt-LLM's P(<RET>), plus Adapt-LLM's answer the other way for the paper's
                     Table 3; on PopQA the popularity policy picks between the NR and AR answers already made
 
@@ -72,7 +74,7 @@ def _adapt_scores(text: str | None, golds: Sequence[str]) -> dict:
     return {"exact_match": exact_match(text, golds), "accuracy": answer_contained(text, golds)}
 
 
-# -- experiment pipeline -------------------------------------------------------------------------------------------
+# -- experiment pipeline -----------------------------------------------------------------------------------------------
 def closed_book_row(item: QAItem, dataset: str, split: str, answered: ClosedBookAnswered) -> dict:
     return {
         "id": item.id,
@@ -154,9 +156,10 @@ def interleave(sets: dict[str, Sequence[QAItem]], split: str) -> list[tuple[str,
     return [(d, split, items[i]) for i in range(longest) for d, items in sets.items() if i < len(items)]
 
 
-# -- experiment when_to_retrieve ----------------------------------------------------------------------------------------------
+# -- experiment when_to_retrieve ---------------------------------------------------------------------------------------
 def policy_record(events: Sequence, golds: Sequence[str]) -> dict:
-    """One paper policy's run as experiment when_to_retrieve's row keeps it: its answer, the page it read, its scores."""
+    """One paper policy's run as experiment when_to_retrieve's row keeps it: its answer, the page it read, its
+    scores."""
     ended = events[-1]
     hit = next((e.hits[0] for e in events if isinstance(e, Retrieved)), None)
     failed = next((e.message for e in events if isinstance(e, RunFailed)), None)
@@ -196,7 +199,8 @@ def evaluate_question(item: QAItem, model, search: Callable) -> dict:
 
 
 def adapt_rows(path: Path | None, settings_key: str) -> RowsFile:
-    """experiment when_to_retrieve's resumable rows (None: in memory), by (group, question id); group: the dataset, popqa-dev/-test."""
+    """experiment when_to_retrieve's resumable rows (None: in memory), by (group, question id); group: the dataset,
+    popqa-dev/-test."""
     return RowsFile(path, settings_key, lambda row: (row["group"], row["id"]))
 
 

@@ -1,5 +1,5 @@
-"""`pipeline`, `record-pipeline` and `experiment pipeline`: the When-to-retrieve stream (when_to_retrieve/pipeline.py) for
-one question, recorded for the page's replays, or measured on NQ-open and TriviaQA test.
+"""`pipeline`, `record-pipeline` and `experiment pipeline`: the When-to-retrieve stream (when_to_retrieve/pipeline.py)
+for one question, recorded for the page's replays, or measured on NQ-open and TriviaQA test.
 
 `pipeline` prints the events the page's When-to-retrieve tab shows (human or --json). `experiment pipeline` makes one
 row per question (evaluation/when_to_retrieve.py, resumable from its JSONL file), scores every policy and reader

@@ -3,9 +3,9 @@
 experiment pipeline (assets/results/pipeline-*.json): risk-coverage curves (one subplot per test set: the closed-book
 signals answering their most confident questions first, and the full pipeline as its threshold sweeps from never to
 always retrieving), each signal's AUC against wrong closed-book answers, and selective accuracy against coverage for
-every configuration at its dev-chosen threshold. experiment when_to_retrieve (assets/results/when_to_retrieve-*.json): accuracy by
-policy (the paper's "contains the gold answer" accuracy and exact match), the retrieval budget as the P(<RET>)
-threshold moves, the share of questions on which Adapt-LLM asked for <RET>, and the paper's Table 3 split.
+every configuration at its dev-chosen threshold. experiment when_to_retrieve (assets/results/when_to_retrieve-*.json):
+accuracy by policy (the paper's "contains the gold answer" accuracy and exact match), the retrieval budget as the
+P(<RET>) threshold moves, the share of questions on which Adapt-LLM asked for <RET>, and the paper's Table 3 split.
 experiment ret_signal: two adapters' P(<RET>). The tab shows them all under one accordion (FIGURES).
 """
 

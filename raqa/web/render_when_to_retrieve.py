@@ -5,7 +5,8 @@ is escaped here.
 confidence signals, the decision (answer from memory, or retrieve), the reading (the Ask tab's RunView renders the
 windows), and the ending: an answer from memory, an answer from a page, or "I don't know". `ret_examples_html` marks
 which example questions retrieve at a P(<RET>) threshold; `evaluation_summary` and `pipeline_summary` put the committed
-experiment when_to_retrieve and experiment pipeline records in words. It imports no UI toolkit, so its escaping is tested directly.
+experiment when_to_retrieve and experiment pipeline records in words. It imports no UI toolkit, so its escaping is
+tested directly.
 """
 
 from __future__ import annotations
@@ -134,7 +135,8 @@ def message_html(text: str, failed: bool = True) -> str:
 
 
 def evaluation_summary(record: dict) -> str:
-    """One line per dataset of the committed experiment when_to_retrieve record: accuracy by policy and the <RET> rate."""
+    """One line per dataset of the committed experiment when_to_retrieve record: accuracy by policy and the <RET>
+    rate."""
     names = {
         "never": "never",
         "always": "always",

@@ -3,8 +3,9 @@ committed evaluations' figures folded under one accordion.
 
 The events come from when_to_retrieve/planning.pipeline, the one stream `python -m raqa pipeline` prints and the
 evaluations score; render_when_to_retrieve.py turns them into HTML. A click on an example replays its recording
-(pipeline_recordings.py) when one matches the choices. The slider's numbers are the committed experiment pipeline record's
-example decisions (no model runs when it moves). Left out here: the figures themselves (figures_when_to_retrieve.py).
+(pipeline_recordings.py) when one matches the choices. The slider's numbers are the committed experiment pipeline
+record's example decisions (no model runs when it moves). Left out here: the figures themselves
+(figures_when_to_retrieve.py).
 """
 
 from __future__ import annotations

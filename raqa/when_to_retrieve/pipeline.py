@@ -11,8 +11,8 @@ Adapt-LLM's P(<RET>) is at or above the threshold: the paper's official code thr
 per uncertainty signal (retrieve when the confidence is below the threshold). The Adapt-LLM paper's policies
 (policies.py) answer with its adapters and read BM25's top page. After retrieval only a page's answer counts: a run
 that ends without one ends in "I don't know", never in the memory answer the policy chose not to trust. The page,
-the CLI (`pipeline`, `route`) and both evaluations (`experiment pipeline`, `experiment when_to_retrieve`) read this stream, and
-reading.events.to_json serialises it. Left out here: loading the model (model.py), the reading engine
+the CLI (`pipeline`, `route`) and both evaluations (`experiment pipeline`, `experiment when_to_retrieve`) read this
+stream, and reading.events.to_json serialises it. Left out here: loading the model (model.py), the reading engine
 (reading/engine.py) and choosing thresholds (evaluation/when_to_retrieve_scores.py).
 """
 
