@@ -23,8 +23,9 @@ PageOrder = Literal["best_first", "best_last"]
 # Who answers a window: the model; the model where the answer judge finds an answer (selective generation);
 # or the judge alone (an extractive reader, the baseline)
 ReaderMode = Literal["model", "model_judge", "judge"]
-# Which pages a run reads: BM25's top K, or BM25's top 50 reordered by the MiniLM encoder (retrieval/dense.py),
-# the default because it ranks a page holding a gold answer first more often (python -m lab.evaluation.retrieval_eval)
+# Which pages a run reads: BM25's top K, or BM25's top 50 and the pages nearest by the MiniLM encoder reordered by it
+# (retrieval/dense.py), the default because a page holding a gold answer is more often among them
+# (python -m lab.evaluation.retrieval_eval)
 Retrieval = Literal["hybrid", "bm25"]
 
 # the repository's assets folder: CSS, examples, trained adapters and readers, committed results

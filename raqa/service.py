@@ -74,7 +74,7 @@ class Service:
     adapt: Lazy = field(default_factory=Lazy)
     popularity: dict = field(default_factory=dict)  # normalised question -> popularity.PopItem (RAQA_POPQA)
     judge: Lazy[AnswerJudge] = field(default_factory=Lazy)  # the answer judge (reading/judge.py); none: no badge
-    # BM25 reranked by the MiniLM encoder (retrieval/dense.py), made on first use; settings.retrieval picks it
+    # BM25 and the nearest pages, reranked by the MiniLM encoder (retrieval/dense.py), made on first use; settings.retrieval picks it
     hybrid: Lazy[HybridIndex] = field(default=None)  # type: ignore[assignment]
     # each model's line of runs (reading/line.py), by id of its backend; made on a model's first run
     lines: dict[int, Line] = field(default_factory=dict)
@@ -176,7 +176,8 @@ class Service:
         return BASE_READER.label if self.line(self.backend).wait_s() < OFFER_AFTER_S else None
 
     def searcher(self, settings: RunSettings) -> BM25Index | HybridIndex:
-        """What finds a run's pages: BM25 alone, or BM25 reranked by the dense encoder (settings.retrieval)."""
+        """What finds a run's pages: BM25 alone, or hybrid: BM25's pages and the nearest pages, reranked by the dense
+        encoder (settings.retrieval)."""
         return self.hybrid.get() if settings.retrieval == "hybrid" else self.index
 
     def answer_judge(self) -> AnswerJudge | None:

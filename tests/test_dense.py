@@ -34,6 +34,13 @@ class KeywordEncoder:
         return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
 
 
+class SynonymEncoder(KeywordEncoder):
+    """The fake encoder that also reads "magma" as "lava": a meaning BM25's words cannot see."""
+
+    def encode(self, texts):
+        return super().encode([t.lower().replace("magma", "lava") for t in texts])
+
+
 @pytest.fixture(scope="module")
 def bm25() -> BM25Index:
     return BM25Index.build(PAGES)
@@ -57,6 +64,19 @@ def test_only_bm25s_candidates_are_reranked_and_k_is_kept(bm25):
     hits = hybrid.search("Massachusetts sport", 1)
     assert len(hits) == 1 and hits[0].page.id in candidates
     assert hybrid.search("zzzz qqqq", 3) == []  # no page shares a word: nothing to rerank
+
+
+def test_with_every_pages_vector_known_the_nearest_pages_join_even_without_a_shared_word(bm25):
+    question = "Naismith magma?"  # BM25 finds Basketball (Naismith); only the encoder knows magma means lava
+    assert "4" not in {h.page.id for h in bm25.search(question, 4)}  # no word shared with the Volcano page
+    encoder = SynonymEncoder()
+    known = dict(zip([p.id for p in PAGES], encoder.encode([f"{p.title}\n{p.text}" for p in PAGES]), strict=True))
+    hits = HybridIndex(bm25, encoder, known=known, extra=1).search(question, 2)
+    assert hits[0].page.title == "Volcano" and hits[0].score == 0.0  # no BM25 score, found by the nearest pass
+    assert hits[0].similarity is not None and hits[0].similarity > hits[1].similarity
+    partial = dict(list(known.items())[:3])  # a corpus whose vectors are not all known: only BM25's pages
+    assert "4" not in {h.page.id for h in HybridIndex(bm25, encoder, known=partial).search(question, 4)}
+    assert HybridIndex(bm25, encoder, known=known, extra=1).search("zzzz qqqq", 3) == []
 
 
 def test_a_pages_vector_is_encoded_once_and_the_cache_is_bounded(bm25, monkeypatch):

@@ -63,7 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.out:
         command = command_line("lab.ops.first_sign", visitors=args.visitors, seed=args.seed, out=args.out)
         reader = next(iter(service.readers), None)  # the page's default reader: the model the runs waited for
-        write_json(Path(args.out), record("first_sign", command, service, {"reader": reader, **groups}))
+        model = service.reader()[1].name
+        write_json(Path(args.out), record("first_sign", command, service, {"reader": reader, **groups}, model))
     return 0
 
 

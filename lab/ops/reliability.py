@@ -253,13 +253,13 @@ def load_phase(service: Service, questions: Sequence[str], form: RunForm = DEFAU
     }
 
 
-def record(kind: str, command: str, service: Service, results: dict) -> dict:
-    """A result file's content: what was measured, by which command, on what model and corpus, with the shared
-    provenance (code version, date, machine, load average)."""
+def record(kind: str, command: str, service: Service, results: dict, model: str | None = None) -> dict:
+    """A result file's content: what was measured, by which command, on what model (default: the base model) and
+    corpus, with the shared provenance (code version, date, machine, load average)."""
     return {
         "measurement": kind,
         "command": command,
-        "model": service.backend.name if service.backend else None,
+        "model": model or (service.backend.name if service.backend else None),
         "corpus": f"{service.corpus_label} ({len(service.pages):,} pages)",
         **provenance(),
         "results": results,

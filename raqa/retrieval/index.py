@@ -109,6 +109,11 @@ class BM25Index:
     def query_ids(self, question: str) -> list[int]:
         return [self._vocab[t] for t in self._tokenize([question])[0] if t in self._vocab]
 
+    def scores(self, question: str) -> np.ndarray:
+        """BM25's score of every page for the question, in page order (zeros when no token is in the vocabulary)."""
+        ids = self.query_ids(question)
+        return self.retriever.get_scores_from_ids(ids) if ids else np.zeros(len(self.pages), np.float32)
+
     def search(self, question: str, k: int) -> list[Hit]:
         """The k best pages for the question, best first; pages with a zero score are left out.
 
