@@ -92,6 +92,10 @@ def test_page_details_lists_rank_score_title_id_and_full_text():
     html = page_details(Hit(3, 7.25, page))
     assert "#3" in html and "7.25" in html and "Title &amp; more" in html and "id 42" in html
     assert html.count("A long text.") == 50
+    assert "found by meaning" not in html
+    nearest = page_details(Hit(1, 0.0, page, 0.61))  # joined by the nearest-page pass: no word shared
+    assert "similarity 0.61 (found by meaning: no word shared with the question)" in nearest
+    assert "found by meaning" not in page_details(Hit(1, 3.5, page, 0.61))
 
 
 def test_a_window_shows_the_judges_reading_escaped(tiny_index):

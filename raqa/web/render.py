@@ -110,6 +110,8 @@ def page_details(hit: Hit, sentence: int | None = None, open_: bool = False, eff
     """A retrieved page as a <details> element: rank, score, title and id, then the full text."""
     page = hit.page
     similarity = "" if hit.similarity is None else f" · similarity {hit.similarity:.2f}"
+    if hit.similarity is not None and hit.score == 0:
+        similarity += " (found by meaning: no word shared with the question)"
     summary = (
         f'<span class="raqa-rank">#{hit.rank}</span> <bdi>{esc(page.title)}</bdi> '
         f'<span class="raqa-meta">id {esc(page.id)} · BM25 {hit.score:.2f}{similarity}</span>'
