@@ -323,3 +323,22 @@ def test_a_first_sign_measurement_stops_each_run_at_its_first_sign_and_the_line_
     after = drive_sessions(server, [_question(6)], timeout=60)[0]
     assert after.error is None and after.final["type"] == "final"
     assert not [e for e in after.events if e["type"] == "in_line" and e["place"] > 1]
+
+
+def test_a_driven_session_opens_the_page_as_a_browser_does_before_its_click(tiny_pages, tiny_index, tmp_path):
+    """Opening the page runs its load event, which makes the session's state; the driver does the same, so a click
+    is timed without that cost, as a visitor's click is (lab/ops/reliability.open_as_a_browser)."""
+    from gradio_client import Client
+
+    from lab.ops.reliability import open_as_a_browser
+
+    service = Service(AppConfig(cache_dir=tmp_path), tiny_pages, tiny_index, ScriptedBackend([]), "tiny", {})
+    demo, url = serve(service)
+    try:
+        client = Client(url, verbose=False)
+        assert client.session_hash not in demo.state_holder.session_data
+        open_as_a_browser(client)
+        assert client.session_hash in demo.state_holder.session_data
+        assert len(demo.state_holder.session_data) == 1
+    finally:
+        demo.close()

@@ -69,6 +69,20 @@ def serve(service: Service, port: int | None = None, page: dict | None = None, *
     return demo, f"http://127.0.0.1:{port}/"
 
 
+def open_as_a_browser(client) -> None:
+    """Do what a browser does on opening the page, before any click: run the page's own load events (those with a
+    Python function and no inputs, as the browser posts them) in the client's session. Gradio makes a session's state
+    (a copy of every block's config, about 20 ms on 2 idle cores for this page) at the session's first event: a
+    visitor pays it on opening the page, so a click is timed here as a visitor's is, not with that cost added."""
+    import httpx
+
+    for dependency in client.config["dependencies"]:
+        on_load = any(target[1] == "load" for target in dependency.get("targets", []))
+        if on_load and dependency.get("backend_fn") and not dependency.get("queue") and not dependency.get("inputs"):
+            body = {"data": [], "event_data": None, "fn_index": dependency["id"], "session_hash": client.session_hash}
+            httpx.post(f"{client.src}{client.api_prefix}run/predict", json=body, timeout=60).raise_for_status()
+
+
 def _one_session(
     url: str, question: str, form: RunForm, start: threading.Barrier, timeout: float, first_sign_only: bool = False
 ) -> SessionResult:
@@ -79,6 +93,7 @@ def _one_session(
     began = time.perf_counter()
     try:
         client = Client(url, verbose=False)
+        open_as_a_browser(client)
         start.wait(timeout)
         began = time.perf_counter()
         job = client.submit(question, *astuple(form), api_name="/run_events")
