@@ -229,7 +229,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-answer", type=int, help="no-answer questions a set (default: --per-kind)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--readers", default="qwen-1.5b,base+judge", help="reader names, the first the 'after'")
-    parser.add_argument("--width", type=int, default=2, help="questions read at once (llama.cpp's slots)")
+    parser.add_argument(
+        "--width",
+        type=int,
+        default=2,
+        help="questions read at once (llama.cpp's slots); runs of one reader wait in its line, and their seconds and "
+        "first verdict count that wait: time one reader with --width 1",
+    )
     parser.add_argument("--rows", type=Path, help="JSON-lines file of runs (default: beside the record)")
     parser.add_argument("--calibrate", action="store_true", help="dev only: choose the grader's Answered threshold")
     args = parser.parse_args(argv)
@@ -270,6 +276,7 @@ def main(argv: list[str] | None = None) -> int:
         seed=args.seed,
         readers=args.readers,
         calibrate=args.calibrate,
+        width=args.width,
     )
     about = {
         "command": command,

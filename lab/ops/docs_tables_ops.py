@@ -243,6 +243,27 @@ def readme_speed() -> str:
     return "\n".join([made_by(path, r), "", *markdown_rows(header, rows)])
 
 
+def first_sign() -> str:
+    """A class arriving at once, each run stopped at its first sign (`python -m lab.ops.first_sign`): per group, the
+    p50 and slowest first sign and how many were within 2 s."""
+    path = "assets/results/first-sign.json"
+    r = load_record(path)
+    groups = {k: v for k, v in r["results"].items() if k.startswith("visitors_")}
+    largest = max(groups, key=lambda k: groups[k]["visitors"])
+    rows = [
+        [
+            str(g["visitors"]),
+            f"{g['first_sign_p50_s']:.2f} s",
+            f"{g['first_sign_max_s']:.2f} s",
+            f"{g['within_2_s']} of {g['visitors']}",
+            f"all within 2 s: {_verdict(g['first_sign_max_s'], 2)}" if name == largest else "",
+        ]
+        for name, g in groups.items()
+    ]
+    header = ("visitors at once", "first sign p50", "slowest first sign", "within 2 s", "target")
+    return "\n".join([made_by(path, r), "", *markdown_rows(header, rows)])
+
+
 def page_start() -> str:
     """`python app.py` to a usable page on a new, empty cache and again warm (`bench start --out`)."""
     path = "assets/results/page-start.json"

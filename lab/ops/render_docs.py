@@ -44,6 +44,7 @@ TABLES: dict[str, Callable[[], str]] = {  # a docs page's table name -> the func
     "speed/decode-weights": docs_tables_ops.decode_weights,
     "speed/readers": docs_tables_ops.readers_load,
     "readme/speed": docs_tables_ops.readme_speed,
+    "speed/first-sign": docs_tables_ops.first_sign,
     "deploy/start": docs_tables_ops.page_start,
     "reliability/load-soak-scale": docs_tables_ops.reliability,
     "servers/llama-cpp": docs_tables_ops.servers,
