@@ -36,7 +36,7 @@ TITLES = {"iterative": "Iterative", "topk": "Top-K"}
 def _figures(view: RunView, verdicts: list[WindowVerdict], k: int):
     if not view.hits:
         return message_figure("Scores appear after retrieval."), message_figure("Tokens appear after the run.")
-    scores = safe(score_by_rank, view.hits, verdicts, f"{view.title}: score by rank, coloured by verdict")
+    scores = safe(score_by_rank, view.hits, verdicts, f"{view.title}<br><sup>score by rank, coloured by verdict</sup>")
     f: Final | None = view.final
     meter = (
         safe(token_meter, f.prompt_tokens, f.completion_tokens, f.topk_prompt_tokens, k)
