@@ -176,8 +176,7 @@ class Service:
         return BASE_READER.label if self.line(self.backend).wait_s() < OFFER_AFTER_S else None
 
     def searcher(self, settings: RunSettings) -> BM25Index | HybridIndex:
-        """What finds a run's pages: BM25 alone, or hybrid: BM25's pages and the nearest pages, reranked by the dense
-        encoder (settings.retrieval)."""
+        """What finds a run's pages: BM25 alone, or hybrid (BM25's and the nearest pages, by the encoder)."""
         return self.hybrid.get() if settings.retrieval == "hybrid" else self.index
 
     def answer_judge(self) -> AnswerJudge | None:

@@ -310,10 +310,7 @@ def _settings(service: Service, choices: list[tuple[str, str]], defaults: RunSet
         visible=len(choices) > 1,
         elem_id="raqa-reader",
     )
-    hybrid = (
-        "Hybrid: BM25's top 50 and the 10 pages nearest in meaning, reordered by a sentence encoder (MiniLM). "
-        "BM25 alone: the papers' setting."
-    )
+    hybrid = "Hybrid: BM25's top 50 and the 10 pages nearest in meaning, by MiniLM. BM25 alone: as in the papers."
     sources = [("Hybrid (BM25 + MiniLM)", "hybrid"), ("BM25 alone", "bm25")]
     retrieval = gr.Radio(sources, value=defaults.retrieval, label="Retrieval", info=hybrid, elem_id="raqa-retrieval")
     return [strategy, order, window, k, grounded_only, rationale, reader, retrieval]
