@@ -74,7 +74,7 @@ class Service:
     adapt: Lazy = field(default_factory=Lazy)
     popularity: dict = field(default_factory=dict)  # normalised question -> popularity.PopItem (RAQA_POPQA)
     judge: Lazy[AnswerJudge] = field(default_factory=Lazy)  # the answer judge (reading/judge.py); none: no badge
-    # BM25 and the nearest pages, reranked by the MiniLM encoder (retrieval/dense.py), made on first use; settings.retrieval picks it
+    # BM25's and the nearest pages by MiniLM (retrieval/dense.py), made on first use; settings.retrieval picks it
     hybrid: Lazy[HybridIndex] = field(default=None)  # type: ignore[assignment]
     # each model's line of runs (reading/line.py), by id of its backend; made on a model's first run
     lines: dict[int, Line] = field(default_factory=dict)

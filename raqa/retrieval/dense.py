@@ -148,11 +148,12 @@ class HybridIndex:
     def search(self, question: str, k: int) -> list[Hit]:
         """The k best of BM25's top `depth` pages and the nearest pages by cosine with the question, best first (ties
         keep BM25's order)."""
-        candidates = self.bm25.search(question, max(k, self.depth))
+        scores = self.bm25.scores(question)  # once: the nearest pages take their BM25 score from it too
+        candidates = self.bm25.best(scores, max(k, self.depth))
         if not candidates:
             return []
         question_vector = self.encoder.encode([question])[0]
-        candidates += self.nearest_pages(question, question_vector, {h.page.id for h in candidates})
+        candidates += self.nearest_pages(scores, question_vector, {h.page.id for h in candidates})
         similarity = self.page_vectors(candidates) @ question_vector
         order = np.argsort(-similarity, kind="stable")[:k]
         return [
@@ -160,12 +161,11 @@ class HybridIndex:
             for rank, i in enumerate(order, start=1)
         ]
 
-    def nearest_pages(self, question: str, question_vector: np.ndarray, have: set[str]) -> list[Hit]:
+    def nearest_pages(self, scores: np.ndarray, question_vector: np.ndarray, have: set[str]) -> list[Hit]:
         """The `extra` pages nearest the question by cosine over every page, less those in `have`, as hits with
-        their BM25 score (often 0: they may share no word with the question); none without every page's vector."""
+        their BM25 score from `scores` (often 0: they may share no word with the question); none without every page's
+        vector."""
         if self.every_vector is None:
             return []
         nearest = np.argsort(-(self.every_vector @ question_vector), kind="stable")[: self.extra]
-        fresh = [i for i in nearest if self.pages[i].id not in have]
-        scores = self.bm25.scores(question) if fresh else None
-        return [Hit(0, float(scores[i]), self.pages[i]) for i in fresh]
+        return [Hit(0, float(scores[i]), self.pages[i]) for i in nearest if self.pages[i].id not in have]

@@ -121,11 +121,13 @@ class BM25Index:
             >>> index.search("Who painted the Mona Lisa?", 3)[0].page.title  # doctest: +SKIP
             'Mona Lisa'
         """
-        ids = self.query_ids(question)
-        if not ids:
-            return []
-        scores = self.retriever.get_scores_from_ids(ids)
+        return self.best(self.scores(question), k)
+
+    def best(self, scores: np.ndarray, k: int) -> list[Hit]:
+        """The k best pages by these scores (one question's `scores`), best first; zero scores left out."""
         k = min(k, len(scores))
+        if k == 0:
+            return []
         top = np.argpartition(-scores, k - 1)[:k]
         # subtle: sort by score, then by page position, so ties rank the same on every run
         top = top[np.lexsort((top, -scores[top]))]
