@@ -98,7 +98,7 @@ def test_popularity_baseline_is_tuned_on_one_half_and_scored_on_the_other(tiny_i
 
 
 def test_figures_show_each_policy_ret_rate_and_table_3(tiny_index):
-    from raqa.web.figures_when_to_retrieve import ADAPT_FIGURES as FIGURES
+    from lab.figures.when_to_retrieve import ADAPT_FIGURES as FIGURES
 
     rows = evaluate([PARIS, EVEREST, DANUBE], FakeAdaptModel(knows_paris), _search(tiny_index))
     record = {"results": {"datasets": {"nq": summarise(rows), "triviaqa": summarise(rows[:2])}}}
@@ -120,7 +120,7 @@ def test_figures_show_each_policy_ret_rate_and_table_3(tiny_index):
 
 
 def test_the_committed_evaluation_draws_without_errors():
-    from raqa.web.figures_when_to_retrieve import ADAPT_FIGURES as FIGURES
+    from lab.figures.when_to_retrieve import ADAPT_FIGURES as FIGURES
 
     paths = sorted((Path(__file__).parent.parent / "assets" / "results").glob("when_to_retrieve-*.json"))
     for path in paths:

@@ -12,10 +12,10 @@ from scripted import ScriptedBackend
 
 from lab.evaluation.attribution_eval import collect, depends_on, markdown_table, summarise
 from lab.evaluation.positives import PositiveIndex
+from lab.figures.judge import attribution_figure
 from raqa.config import RunSettings
 from raqa.evaluation.questions import QAItem
 from raqa.reading.events import Attribution, SentenceEffect
-from raqa.web.figures_judge import attribution_figure
 
 ROOT = Path(__file__).resolve().parent.parent
 RECORD = ROOT / "assets" / "results" / "attribution-triviaqa.json"

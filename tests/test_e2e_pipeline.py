@@ -12,6 +12,7 @@ from test_e2e import _fruit_pages, backend  # noqa: F401 - the fixture, shared
 from test_pipeline_eval import _rows
 
 from lab.evaluation.when_to_retrieve_scores import summarise
+from lab.figures import committed
 from lab.ops.reliability import serve
 from lab.records import write_record
 from raqa.loading import Lazy
@@ -38,6 +39,7 @@ def server(tmp_path_factory, backend):  # noqa: F811
     rows = _rows()
     record = {**summarise([dict(r, split="dev") for r in rows], rows), "examples": EXAMPLES}
     write_record("pipeline", "nq", record, {"command": "python -m lab experiment pipeline (synthetic rows)"}, results)
+    committed.write(results)  # the record's figures, as the lab draws committed ones
     pages = _fruit_pages()
     service = Service(
         AppConfig(cache_dir=tmp_path_factory.mktemp("cache")),

@@ -150,7 +150,7 @@ COMMITTED = sorted((Path(__file__).parent.parent / "assets" / "results").glob("p
 
 
 def _figures_draw(record: dict) -> None:
-    from raqa.web.figures_when_to_retrieve import PIPELINE_FIGURES as FIGURES
+    from lab.figures.when_to_retrieve import PIPELINE_FIGURES as FIGURES
     from raqa.web.render_when_to_retrieve import pipeline_summary
 
     for make in FIGURES.values():

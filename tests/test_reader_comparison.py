@@ -5,12 +5,12 @@ from scripted import ScriptedBackend
 
 from lab.evaluation import reader_comparison
 from lab.evaluation.positives import PositiveIndex
+from lab.figures.experiments import FIGURES, reader_comparison_figure
 from raqa.config import RunSettings
 from raqa.evaluation import records
 from raqa.evaluation.questions import QAItem
 from raqa.retrieval.corpus import Page
 from raqa.retrieval.index import BM25Index
-from raqa.web.figures_experiments import FIGURES, reader_comparison_figure
 
 # The answer page shares only "monster" with the question, so BM25 ranks it last of six: with w=3 the first
 # window is negative and the second positive.

@@ -7,10 +7,10 @@ from test_reader_comparison import ITEMS, PAGES, identity
 
 from lab.evaluation.positives import PositiveIndex
 from lab.evaluation.reading_defaults import CONFIGS, choose, reading_defaults
+from lab.figures.experiments import FIGURES
 from raqa.config import RunSettings
 from raqa.reading.engine import in_reading_order
 from raqa.retrieval.index import BM25Index
-from raqa.web.figures_experiments import FIGURES
 
 
 def answers_from_the_last_page(messages):

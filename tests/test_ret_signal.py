@@ -10,9 +10,9 @@ import pytest
 
 from lab.__main__ import main
 from lab.evaluation.ret_signal import compare, paired_auc, rescored_rows, spread
+from lab.figures.when_to_retrieve import ret_signal_figure
 from lab.training.when_to_retrieve_data import Labelled
 from raqa.config import ASSETS_DIR
-from raqa.web.figures_when_to_retrieve import ret_signal_figure
 from raqa.web.render_when_to_retrieve import ret_signal_summary
 from raqa.when_to_retrieve.uncertainty import SIGNALS
 

@@ -4,7 +4,7 @@ The same answer-bearing and answer-free windows the other window experiments dra
 read as the page reads it (the base model, the answer judge giving the badge), and every window the model answers
 attributed (reading/attribution.py). Each answered window becomes one row; `summarise` turns rows into the record's
 figures, so a test recomputes them from the committed rows. Left out: windows the model declines (nothing to
-attribute) and drawing the figure (web/figures_experiments.py).
+attribute) and drawing the figure (lab/figures/experiments.py).
 
 A row *depends on* the cited sentence when leaving it out at least halves P(answer) (attribution.MATTERS), on another
 sentence when that holds for some other sentence but not the cited one, and on no sentence otherwise.

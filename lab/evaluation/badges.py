@@ -12,7 +12,7 @@ asks), so they differ only by the rule. One row per question goes to a JSONL as 
 `score` turns the rows into the record's `per_question` figures with Wilson intervals, plus the judge's page-level
 AUC (answer-bearing vs answer-free pages of the top K, by P(answer) before and by support after) and the judge's
 exact match as a reader on answer-bearing pages. Left out here: the command line (cli/badges.py), the figure
-(web/figures_experiments.py).
+(lab/figures/experiments.py).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Each experiment takes questions from questions.py, runs the same event stream as
 (engine.run, or engine.window_verdict for single windows), scores it with metrics.py, and returns a
 results dict; write_record() adds what made it (command, dataset, sample, model, adapter, corpus,
 code version) and saves it under assets/results/. Figures are drawn from these files by
-web/figures_experiments.py; nothing is recomputed when the page loads.
+lab/figures/experiments.py; nothing is recomputed when the page loads.
 
 Experiments: recall (Table 1), topk_vs_iterative (Table 2), window_order (Figure 5),
 negative_windows (Figures 6-7), unanswerable, reader_comparison. registry.py names each with its default

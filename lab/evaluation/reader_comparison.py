@@ -3,7 +3,7 @@
 Each reader (the base model, a trained reader, the model + answer judge, the judge alone) reads the same
 answer-free ("negative") and answer-bearing ("positive") windows (scored by window_scores.py, with the badge's
 precision and recall), the same questions forward and backward, and the same questions whose answer is
-nowhere in the corpus. Left out here: drawing the figure (web/figures_experiments.py) and choosing the readers
+nowhere in the corpus. Left out here: drawing the figure (lab/figures/experiments.py) and choosing the readers
 (registry.py).
 """
 

@@ -5,7 +5,7 @@ base model reads answer-bearing ("positive") and answer-free ("negative") test w
 the same way as the other experiments (positives.sample_windows). The scores per configuration come from
 window_scores.score_windows: exact match on positive windows, false answers on negative windows, and, with an
 answer judge, the badge's precision and recall and the judge's AUC at that window size. `choose` names the
-configuration the page should default to. Left out here: the figure (web/figures_experiments.py).
+configuration the page should default to. Left out here: the figure (lab/figures/experiments.py).
 """
 
 from __future__ import annotations

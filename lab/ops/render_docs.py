@@ -1,9 +1,11 @@
-"""`python -m lab.ops.render_docs`: every measured table in docs/ rendered again from the committed records.
+"""`python -m lab.ops.render_docs`: every measured table in docs/, and every figure the page shows, drawn again from the
+committed records.
 
 A table sits between `<!-- table: NAME -->` and `<!-- /table -->` in a page under docs/; NAME is a key of
 TABLES, a function from the committed files to Markdown that starts by naming its record and the command
-that remakes it. The command rewrites only what lies between the markers, never the prose around them; `--check`
-writes nothing and exits 1 naming the pages that differ (tests/test_docs.py does the same in memory). Left out:
+that remakes it. The command rewrites only what lies between the markers, never the prose around them, and draws the
+records' figures again (lab/figures/committed.py); `--check` writes nothing and exits 1 naming the pages and
+figures that differ (tests/test_docs.py and tests/test_figures.py do the same in memory). Left out:
 prose numbers (the pages' prose cites the tables instead of copying numbers from them) and running anything.
 
 Example:
@@ -19,6 +21,7 @@ import sys
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
+from lab.figures import committed
 from lab.ops import docs_tables, docs_tables_judge, docs_tables_ops, docs_tables_reader
 from lab.ops.docs_tables import ROOT
 
@@ -82,8 +85,11 @@ def main(argv: Iterable[str] | None = None) -> int:
             stale.append(page.relative_to(ROOT))
             if not args.check:
                 page.write_text(fresh, encoding="utf-8")
+    stale += [f"figures/{name}" for name in committed.stale()]
+    if not args.check:
+        committed.write()
     verb = "differ from the records" if args.check else "rendered again"
-    print(f"{len(stale)} page(s) {verb}" + "".join(f"\n  {p}" for p in stale))
+    print(f"{len(stale)} page(s) and figure(s) {verb}" + "".join(f"\n  {p}" for p in stale))
     return 1 if args.check and stale else 0
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import gradio as gr
 
 from raqa.config import ASSETS_DIR, RunSettings
+from raqa.evaluation.records import RESULTS_DIR
 from raqa.loading import after_start
 from raqa.reading.events import RunFailed, to_json
 from raqa.service import Service
@@ -40,7 +41,7 @@ def _models_line(service: Service) -> str:
     return f"{own.name} (default reader); small model {small}" if own is not None else small
 
 
-def build_demo(service: Service, recordings_dir: Path = RECORDINGS_DIR, results_dir: Path | None = None) -> gr.Blocks:
+def build_demo(service: Service, recordings_dir: Path = RECORDINGS_DIR, results_dir: Path = RESULTS_DIR) -> gr.Blocks:
     """The page: the header, the four tabs, the footer and the /run_events API, one queue for the model."""
     limits = service.config.public
     gate = VisitorGate(limits) if limits else None  # per-visitor limits on a public page (web/visitors.py)
@@ -61,7 +62,7 @@ def build_demo(service: Service, recordings_dir: Path = RECORDINGS_DIR, results_
         with gr.Tab("Try a benchmark", id="benchmark"):
             benchmark_view(service, settings, gate)
         with gr.Tab("Experiments", id="experiments"):
-            experiments_view()
+            experiments_view(results_dir)
         gr.HTML(f'<div class="raqa-footer">{footer(service)}</div>')
         run_events_api(service, gate)
         offer_controls(demo)

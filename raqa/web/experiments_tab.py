@@ -1,7 +1,8 @@
 """The Experiments tab: every committed result file under assets/results/ as a plotly figure with its provenance.
 
-Read once when the page is built; nothing is recomputed. Left out here: running experiments
-(evaluation/, `python -m lab experiment`) and the figure functions themselves (figures_*.py).
+Read once when the page is built; nothing is recomputed, and the figures are the lab's drawings of the records
+(committed_figures.py). Left out here: running experiments (`python -m lab experiment`) and drawing the figures
+(lab/figures/).
 """
 
 from __future__ import annotations
@@ -10,10 +11,9 @@ from pathlib import Path
 
 import gradio as gr
 
-from raqa.evaluation.records import load_results
-from raqa.web.figures_experiments import FIGURES as RESULT_FIGURES
-from raqa.web.figures_run import safe
-from raqa.web.figures_when_to_retrieve import accuracy_figure, ret_signal_figure, risk_coverage_figure
+from raqa.evaluation.records import RESULTS_DIR, load_results
+from raqa.web.committed_figures import REDRAW, committed_plots
+from raqa.web.figures_run import message_figure
 from raqa.web.render import esc
 
 EXPERIMENT_ORDER = [
@@ -31,12 +31,6 @@ EXPERIMENT_ORDER = [
     "pipeline",
     "ret_signal",
 ]
-FIGURES = {
-    **RESULT_FIGURES,
-    "when_to_retrieve": accuracy_figure,
-    "pipeline": risk_coverage_figure,
-    "ret_signal": ret_signal_figure,
-}
 
 
 def experiment_caption(record: dict, css: str = "raqa-caption") -> str:
@@ -52,9 +46,9 @@ def experiment_caption(record: dict, css: str = "raqa-caption") -> str:
     return f'<div class="{css}">' + " · ".join(parts) + "</div>"
 
 
-def experiments_view(results_dir: Path | None = None) -> None:
+def experiments_view(results_dir: Path = RESULTS_DIR) -> None:
     """The committed results as figures, read once when the page is built; nothing is recomputed."""
-    records = load_results(results_dir) if results_dir else load_results()
+    records = load_results(results_dir)
     shown = 0
     gr.HTML(
         '<p class="raqa-meta">Each figure comes from a JSON file under <code>assets/results/</code>, made by the '
@@ -68,7 +62,9 @@ def experiments_view(results_dir: Path | None = None) -> None:
             if "error" in record:
                 gr.HTML(f'<div class="raqa-failed">{esc(record["error"])}</div>')
                 continue
-            gr.Plot(safe(FIGURES[name], record), elem_classes=["raqa-experiment"], elem_id=f"raqa-exp-{stem}")
+            plots = committed_plots(stem, "experiments", results_dir)
+            plot = plots[0][1] if plots else message_figure(f"This figure is not drawn yet: run {REDRAW}.")
+            gr.Plot(plot, elem_classes=["raqa-experiment"], elem_id=f"raqa-exp-{stem}")
             gr.HTML(experiment_caption(record))
             shown += 1
     if not shown:

@@ -4,8 +4,8 @@ committed evaluations' figures folded under one accordion.
 The events come from when_to_retrieve/planning.pipeline, the one stream `python -m raqa pipeline` prints and the
 evaluations score; render_when_to_retrieve.py turns them into HTML. A click on an example replays its recording
 (pipeline_recordings.py) when one matches the choices. The slider's numbers are the committed experiment pipeline
-record's example decisions (no model runs when it moves). Left out here: the figures themselves
-(figures_when_to_retrieve.py).
+record's example decisions (no model runs when it moves). Left out here: drawing the figures (the lab draws them,
+committed_figures.py reads them).
 """
 
 from __future__ import annotations
@@ -17,15 +17,15 @@ from pathlib import Path
 import gradio as gr
 
 from raqa.config import RunForm, SettingsError, clean_question
-from raqa.evaluation.records import load_results
+from raqa.evaluation.records import RESULTS_DIR, load_results
 from raqa.models.base import ModelError
 from raqa.reading.readers import MODEL_JUDGE_READER
 from raqa.service import Service
 from raqa.web.ask_tab import REPLAY_GAP_S, REPLAY_TOTAL_S, page_lookup, recorded_banner, usable_recordings
+from raqa.web.committed_figures import REDRAW, committed_plots
 from raqa.web.examples import load_examples
 from raqa.web.experiments_tab import experiment_caption
-from raqa.web.figures_run import safe
-from raqa.web.figures_when_to_retrieve import ADAPT_FIGURES, PIPELINE_FIGURES, ret_signal_figure
+from raqa.web.figures_run import message_figure
 from raqa.web.page_runs import NewestRun
 from raqa.web.pipeline_recordings import PIPELINE_RECORDINGS_DIR, PolicyChoice, find_pipeline, read_pipeline_recording
 from raqa.web.render_when_to_retrieve import (
@@ -46,12 +46,8 @@ NO_RECORDING = (
     '<div class="raqa-answer raqa-failed">No recorded run of this question with this policy, threshold and reader: '
     "press Run the pipeline to run it live.</div>"
 )
-# what each committed record shows under the accordion: its summary in words, then its figures
-SECTIONS = {
-    "pipeline": (pipeline_summary, PIPELINE_FIGURES),
-    "ret_signal": (ret_signal_summary, {"ret": ret_signal_figure}),
-    "when_to_retrieve": (evaluation_summary, ADAPT_FIGURES),
-}
+# what each committed record shows under the accordion: its summary in words, then the figures the lab drew of it
+SUMMARIES = {"pipeline": pipeline_summary, "ret_signal": ret_signal_summary, "when_to_retrieve": evaluation_summary}
 
 
 def _first_reader(service: Service) -> str | None:
@@ -110,20 +106,19 @@ def replay_pipeline(service: Service, recordings, page_of, question, policy, thr
 
 def when_to_retrieve_view(
     service: Service,
-    results_dir: Path | None = None,
+    results_dir: Path = RESULTS_DIR,
     recordings_dir: Path = PIPELINE_RECORDINGS_DIR,
     gate: VisitorGate | None = None,
 ) -> None:
     """The tab's components, wired to the service's model queue (live runs behind the visitor gate of a public page)."""
-    committed = load_results(results_dir) if results_dir else load_results()
-    results = {stem: r for stem, r in committed.items() if "error" not in r}
+    results = {stem: r for stem, r in load_results(results_dir).items() if "error" not in r}
     pipeline_records = [r for r in results.values() if r.get("experiment") == "pipeline"]
     record = pipeline_records[0] if pipeline_records else None
     live_pipeline(service, record, [*MEMORY_QUESTIONS[:1], *load_examples()], recordings_dir, gate)
     ret_slider(record)
     title = "The evaluations: every policy and reader measured on NQ-open and TriviaQA"
     with gr.Accordion(title, open=False, elem_id="raqa-w2r-evaluation"):
-        evaluation_figures(results)
+        evaluation_figures(results, results_dir)
 
 
 def live_pipeline(
@@ -232,19 +227,22 @@ def ret_slider(record: dict | None) -> None:
     )
 
 
-def evaluation_figures(results: dict[str, dict]) -> None:
+def evaluation_figures(results: dict[str, dict], results_dir: Path = RESULTS_DIR) -> None:
     """Each committed When-to-retrieve record: its summary, its figures (one failing figure shows a message) and how
     to rerun it."""
     shown = 0
-    for kind, (summary, figures) in SECTIONS.items():
+    for kind, summary in SUMMARIES.items():
         for stem, record in [(s, r) for s, r in results.items() if r.get("experiment") == kind]:
             shown += 1
             try:
                 gr.HTML(summary(record))
             except (KeyError, TypeError) as e:
                 gr.HTML(message_html(f"The {kind} summary could not be read: {type(e).__name__}: {e}"))
-            for name, make in figures.items():
-                gr.Plot(safe(make, record), elem_classes=["raqa-w2r-figure"], elem_id=f"raqa-w2r-{name}-{stem}")
+            plots = committed_plots(stem, "w2r", results_dir) or [
+                ("none", message_figure(f"Not drawn yet: run {REDRAW}."))
+            ]
+            for name, plot in plots:
+                gr.Plot(plot, elem_classes=["raqa-w2r-figure"], elem_id=f"raqa-w2r-{name}-{stem}")
             gr.HTML(experiment_caption(record, "raqa-w2r-caption"))
     if not shown:
         rerun = "python -m lab experiment pipeline and python -m lab experiment when_to_retrieve"

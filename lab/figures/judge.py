@@ -1,6 +1,6 @@
 """Figures of the answer judge's committed results: the badges' precision before and after (experiment badges), judges
 compared on the same test questions (compare-judges) and what an answer depends on (experiment attribution). JSON
-record in, Figure out, as in figures_experiments.py.
+record in, Figure out, as in experiments.py.
 """
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from raqa.web.figure_style import COLOURS, LAYOUT, errors, sample_label
+from lab.figures.style import COLOURS, LAYOUT, errors, sample_label
 
 BADGE_MEASURES = (
     ("green badges right", "answered_precision"),

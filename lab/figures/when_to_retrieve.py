@@ -14,7 +14,7 @@ from __future__ import annotations
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from raqa.web.figure_style import COLOURS, LAYOUT, errors
+from lab.figures.style import COLOURS, LAYOUT, errors
 from raqa.when_to_retrieve.pipeline import PIPELINE_TITLES
 from raqa.when_to_retrieve.uncertainty import SIGNAL_TITLES
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from raqa.web.figure_style import COLOURS, LAYOUT, errors, sample_label
-from raqa.web.figures_judge import attribution_figure, badges_figure, judges_figure
+from lab.figures.judge import attribution_figure, badges_figure, judges_figure
+from lab.figures.style import COLOURS, LAYOUT, errors, sample_label
 
 
 def recall_figure(record: dict) -> go.Figure:
