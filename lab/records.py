@@ -14,7 +14,7 @@ from pathlib import Path
 
 from raqa.evaluation.records import PAPER, RESULTS_DIR, provenance
 
-DEMO_VERBS = ("ask", "route", "batch", "record", "pipeline", "record-pipeline")  # python -m raqa's; the rest: lab's
+DEMO_VERBS = ("ask", "route", "record", "pipeline", "record-pipeline")  # python -m raqa's; the rest: lab's
 
 
 def command_line(program: str, *arguments: object, **options: object) -> str:

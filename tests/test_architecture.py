@@ -82,7 +82,7 @@ def test_only_the_web_room_imports_gradio():
 @pytest.mark.parametrize("core", CORE)
 def test_the_core_imports_nothing_from_the_rooms_above_it(core):
     offenders = {
-        where(p): sorted(raqa_rooms(p) & {*UPPER, "when_to_retrieve", "service", "batch"})
+        where(p): sorted(raqa_rooms(p) & {*UPPER, "when_to_retrieve", "service"})
         for p in RAQA_MODULES
         if room(p) == f"raqa/{core}"
     }

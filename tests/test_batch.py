@@ -20,8 +20,8 @@ import pytest
 from fault_server import FaultServer, Reply, streamed
 from scripted import ScriptedBackend
 
-from raqa.batch import BatchError, read_finished, run_batch
-from raqa.cli import main
+from lab.cli import main
+from lab.evaluation.batch import BatchError, read_finished, run_batch
 from raqa.config import AppConfig
 from raqa.evaluation import questions
 from raqa.evaluation.questions import QAItem
@@ -73,7 +73,7 @@ def test_no_more_than_concurrency_items_run_at_once(tmp_path, concurrency, count
 WORKER = """
 import sys, time
 from types import SimpleNamespace
-from raqa.batch import run_batch
+from lab.evaluation.batch import run_batch
 
 out, log = sys.argv[1], sys.argv[2]
 
@@ -251,7 +251,7 @@ def test_the_batch_command_drives_a_loopback_endpoint_and_keeps_its_key_out(tmp_
         endpoint = {"name": "Loopback", "base_url": server.url, "model": "m", "api_key_env": "BATCH_TEST_KEY"}
         endpoints.write_text(json.dumps([endpoint]))
         env = {**os.environ, "RAQA_ENDPOINTS": str(endpoints), "BATCH_TEST_KEY": SENTINEL}
-        command = [sys.executable, "-m", "raqa", "batch", "--dataset", "nq", "--limit", "6", "--seed", "3"]
+        command = [sys.executable, "-m", "lab", "batch", "--dataset", "nq", "--limit", "6", "--seed", "3"]
         command += ["--corpus", str(corpus), "--cache", str(tmp_path / "cache"), "--endpoint", "Loopback"]
         command += ["--concurrency", "4", "--k", "5", "--out", str(out)]
         result = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)

@@ -343,7 +343,7 @@ def test_batch_reads_with_the_chosen_reader(two_readers, monkeypatch, tmp_path: 
     item = QAItem("t-1", "Which river flows through Austria?", ("Danube",))
     monkeypatch.setattr(questions, "load_questions", lambda *args: [item])
     out = tmp_path / "runs.jsonl"
-    assert main(["batch", "--out", str(out), "--reader", "tuned", "--concurrency", "1"]) == 0
+    assert lab_main(["batch", "--out", str(out), "--reader", "tuned", "--concurrency", "1"]) == 0
     (record,) = json_lines(out.read_text())
     assert (record["reader"], record["model"], record["settings"]["answer_threshold"]) == (
         "tuned",
@@ -351,7 +351,7 @@ def test_batch_reads_with_the_chosen_reader(two_readers, monkeypatch, tmp_path: 
         0.8,
     )
     assert record["em"] is True
-    assert main(["batch", "--out", str(tmp_path / "o.jsonl"), "--reader", "base", "--endpoint", "X"]) == 2
+    assert lab_main(["batch", "--out", str(tmp_path / "o.jsonl"), "--reader", "base", "--endpoint", "X"]) == 2
     assert "--endpoint X means --reader endpoint:X" in capsys.readouterr().err
 
 
@@ -467,9 +467,9 @@ def run_cli(argv: list[str]) -> int:
     return (main if argv[0] in verbs(build_parser()) else lab_main)(argv)
 
 
-def test_the_demo_offers_its_six_verbs_and_the_lab_four_that_name_what_they_run() -> None:
+def test_the_demo_offers_its_five_verbs_and_the_lab_five_that_name_what_they_run() -> None:
     assert verbs(build_parser()) == list(DEMO_VERBS)  # what records name as `python -m raqa`
-    assert verbs(build_lab_parser()) == ["train", "experiment", "bench", "deploy-space"]
+    assert verbs(build_lab_parser()) == ["train", "experiment", "bench", "batch", "deploy-space"]
     assert not set(verbs(build_parser())) & set(verbs(build_lab_parser()))
 
 

@@ -15,6 +15,7 @@ import json
 import pytest
 from scripted import ScriptedBackend
 
+from lab.cli import main as lab_main
 from raqa.cli import main
 from raqa.config import AppConfig
 from raqa.evaluation import questions
@@ -125,7 +126,7 @@ def through_batch(service, monkeypatch, tmp_path, question, *settings) -> tuple[
     gold = ANSWERS.get(question, (None, "nothing"))[1]
     monkeypatch.setattr(questions, "load_questions", lambda *args: [QAItem("g-1", question, (gold,))])
     out = tmp_path / f"batch-{len(service.plans)}.jsonl"
-    main(["batch", "--dataset", "nq", "--out", str(out), "--concurrency", "1", *options(*settings)])
+    lab_main(["batch", "--dataset", "nq", "--out", str(out), "--concurrency", "1", *options(*settings)])
     (record,) = [json.loads(line) for line in out.read_text().splitlines()]
     return record, service.plans[-1]
 

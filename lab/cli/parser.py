@@ -1,4 +1,5 @@
-"""The lab's command line, four verbs: `python -m lab train NAME`, `experiment NAME`, `bench NAME` and `deploy-space`.
+"""The lab's command line, five verbs: `python -m lab train NAME`, `experiment NAME`, `bench NAME`, `batch` (a question
+set through the page's runs, resumable) and `deploy-space`.
 The demo's verbs are `python -m raqa` (raqa/cli); the options both share are raqa/cli/options.py.
 
     train       reader, adapt, judge, judge-gate, support
@@ -15,7 +16,7 @@ import os
 import sys
 
 from lab.cli.parser_eval import dataset_list, experiment_verb, lab_command
-from raqa.cli.options import add_model_options
+from raqa.cli.options import DATASETS, add_model_options, add_reader_option, add_run_options, add_server_options
 from raqa.config import RunSettings
 
 
@@ -29,8 +30,23 @@ def build_parser() -> argparse.ArgumentParser:
     bench = _group(sub, "bench", "speed, load, memory, scale and start time on this machine")
     for add in (_bench, _load_test, _soak, _scale_bench, _time_start):
         add(bench)
+    _batch(sub)
     _deploy_space(sub)
     return parser
+
+
+def _batch(sub) -> None:
+    batch = sub.add_parser("batch", help="iterative prompting over a question set, resumable, N questions at once")
+    batch.add_argument("--dataset", default="nq", choices=DATASETS)
+    batch.add_argument("--split", default="test", choices=["test", "dev"])
+    batch.add_argument("--limit", type=int, help="questions (default: all)")
+    batch.add_argument("--seed", type=int, help="a seeded sample of --limit questions (default: the first ones)")
+    batch.add_argument("--out", required=True, help="JSONL results; an existing file is resumed")
+    add_run_options(batch)
+    add_server_options(batch, "questions", 8)
+    add_reader_option(batch)
+    add_model_options(batch)
+    batch.set_defaults(func=lab_command("batch:cmd_batch"))
 
 
 def _group(sub, verb: str, help: str):

@@ -1,10 +1,10 @@
-"""`ask`, `route` and `batch`: questions answered through the service, as the page answers them.
+"""`ask`, `route` and `record`: questions answered through the service, as the page answers them.
 
-`ask` and `batch` turn their options into a run with `Service.plan` and stream it with `Service.events`, the
+`ask` (and the lab's `batch`) turn their options into a run with `Service.plan` and stream it with `Service.events`, the
 two calls the page makes, so the same choices give the same events everywhere. `route` runs each of the Adapt-LLM
 paper's policies (when_to_retrieve/planning.decide) and prints the When-to-retrieve stream. Exit status: 0 on
 a run (even one ending in RunFailed), 2 on bad input (before anything loads where it can be checked without
-loading), batch 1 when a question's work failed (rerun to retry it).
+loading).
 """
 
 from __future__ import annotations
@@ -13,12 +13,9 @@ import argparse
 from dataclasses import fields
 from pathlib import Path
 
-from raqa.batch import BatchError, question_work, run_batch, summarise
 from raqa.cli.options import app_config
-from raqa.cli.output import error, print_human, print_json, progress_line, say
+from raqa.cli.output import error, print_human, print_json, say
 from raqa.config import RunForm, RunSettings, SettingsError, clean_question, validate_settings
-from raqa.evaluation import questions as question_sets  # by module: tests replace its load_questions
-from raqa.evaluation.questions import QuestionsError
 from raqa.loading import Lazy
 from raqa.models.base import ModelError
 from raqa.models.endpoints_file import ENDPOINTS_ENV, READER_PREFIX, configured_endpoints
@@ -104,60 +101,6 @@ def cmd_route(args: argparse.Namespace) -> int:
     except (SettingsError, *LOAD_ERRORS) as e:
         return error(e)
     return 0
-
-
-def batch_reader(args: argparse.Namespace) -> str | None:
-    """--reader, or --endpoint NAME as endpoint:NAME; ValueError when both name different readers."""
-    if args.endpoint is None:
-        return args.reader
-    reader = READER_PREFIX + args.endpoint
-    if args.reader is not None and args.reader != reader:
-        raise ValueError(f"--endpoint {args.endpoint} means --reader {reader}; give one of them, not both.")
-    return reader
-
-
-def cmd_batch(args: argparse.Namespace) -> int:
-    """Iterative prompting over a question set, resumable: one JSONL line per question as it finishes."""
-
-    if not 1 <= args.concurrency <= 256:
-        return error("--concurrency must be from 1 to 256.")
-    try:
-        form = run_form(args, reader=batch_reader(args))
-        validate_settings(form)
-        reader = form.reader
-        items = question_sets.load_questions(args.dataset, args.split, args.limit, args.seed)
-        config = app_config(args)
-        check_endpoint(reader, config)
-        service = service_with_reader(config, reader)
-        _, backend = service.reader(reader)  # an unknown reader stops here, listing the readers
-    except (QuestionsError, *LOAD_ERRORS) as e:
-        return error(e)
-
-    def plan(question: str):
-        """Each question's run, decided as `ask` and the page decide it."""
-        return service.plan(question, form)
-
-    concurrency = args.concurrency
-    if isinstance(backend, TransformersBackend) and concurrency > 1:
-        # the local model computes on this machine's cores: parallel runs only compete for them
-        say("Note: the local model reads one question at a time; --concurrency applies to --endpoint.")
-        concurrency = 1
-    try:
-        result = run_batch(
-            items, question_work(plan, service.events), args.out, concurrency, progress_line("questions done")
-        )
-    except BatchError as e:
-        return error(e)
-    for item_id, message in result.errors.items():
-        say(f"failed (rerun to retry): {item_id}: {message}")
-    totals = summarise(args.out, [item.id for item in items])
-    print(
-        f"{totals['questions']}/{result.total} questions in {args.out} ({result.skipped} from before, "
-        f"{result.written} now, {len(result.errors)} failed): answered {totals['answered']}, "
-        f"abstained {totals['abstained']}, run failed {totals['run_failed']}; "
-        f"EM {totals['em']:.3f}, F1 {totals['f1']:.3f}"
-    )
-    return 1 if result.errors else 0
 
 
 def cmd_record(args: argparse.Namespace) -> int:

@@ -1,6 +1,6 @@
-"""The demo's command line: `ask`, `route`, `batch`, `record`, `pipeline`, `record-pipeline` (the shared option
-helpers: options.py; the two verbs that join both papers: parser_pipeline.py). Training, measurement and operations
-are `python -m lab` (lab/cli).
+"""The demo's command line: `ask`, `route`, `record`, `pipeline`, `record-pipeline` (the shared option
+helpers: options.py; the two verbs that join both papers: parser_pipeline.py). Training, measurement (a question
+set's batch included) and operations are `python -m lab` (lab/cli).
 
 Each verb names its command function as "module:function" under raqa.cli; the module is imported only when
 that verb runs, so `python -m raqa --help` and `ask` load nothing they do not use.
@@ -11,13 +11,11 @@ from __future__ import annotations
 import argparse
 
 from raqa.cli.options import (
-    DATASETS,
     add_corpus_options,
     add_model_options,
     add_reader_option,
     add_retrieval_option,
     add_run_options,
-    add_server_options,
     command,
     policy_list,
 )
@@ -28,7 +26,7 @@ from raqa.config import RunSettings
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m raqa", description="Retrieval-augmented QA that admits ignorance.")
     sub = parser.add_subparsers(dest="command", required=True)
-    for add in (_ask, _route, _batch, _record, add_pipeline_verbs):
+    for add in (_ask, _route, _record, add_pipeline_verbs):
         add(sub)
     return parser
 
@@ -56,20 +54,6 @@ def _route(sub) -> None:
     route.add_argument("--adapters", default="assets/adapt", help="folder holding adapt/, never/ and always/")
     add_corpus_options(route)
     route.set_defaults(func=command("ask:cmd_route"))
-
-
-def _batch(sub) -> None:
-    batch = sub.add_parser("batch", help="iterative prompting over a question set, resumable, N questions at once")
-    batch.add_argument("--dataset", default="nq", choices=DATASETS)
-    batch.add_argument("--split", default="test", choices=["test", "dev"])
-    batch.add_argument("--limit", type=int, help="questions (default: all)")
-    batch.add_argument("--seed", type=int, help="a seeded sample of --limit questions (default: the first ones)")
-    batch.add_argument("--out", required=True, help="JSONL results; an existing file is resumed")
-    add_run_options(batch)
-    add_server_options(batch, "questions", 8)
-    add_reader_option(batch)
-    add_model_options(batch)
-    batch.set_defaults(func=command("ask:cmd_batch"))
 
 
 def _record(sub) -> None:
