@@ -12,7 +12,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from raqa.config import ASSETS_DIR
 from raqa.evaluation.records import PAPER, RESULTS_DIR, provenance
+
+ROOT = ASSETS_DIR.parent  # the repository
 
 DEMO_VERBS = ("ask", "route", "record", "pipeline", "record-pipeline")  # python -m raqa's; the rest: lab's
 

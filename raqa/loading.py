@@ -22,7 +22,7 @@ from raqa.models.llamacpp import LlamaCppBackend
 from raqa.models.local import EMBEDDED_MODEL_NAME, TransformersBackend
 from raqa.models.torch_thread import one_pool
 from raqa.reading.engine import warm_up
-from raqa.reading.judge import CARD_FILE as JUDGE_CARD
+from raqa.reading.judge import JUDGE_CARD as JUDGE_CARD
 from raqa.reading.judge import JUDGE_DIR, AnswerJudge
 from raqa.reading.readers import (
     BASE_READER,

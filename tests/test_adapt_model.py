@@ -9,7 +9,7 @@ import pytest
 
 from lab.training.when_to_retrieve_data import Labelled, data_summary, examples
 from raqa.models.base import ModelError
-from raqa.when_to_retrieve.model import ADAPT_DIR, CARD_FILE, adapter_dirs
+from raqa.when_to_retrieve.model import ADAPT_DIR, ADAPTER_CARD, adapter_dirs
 from raqa.when_to_retrieve.prompts import RET, closed_book_messages, parametric_messages
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -24,7 +24,7 @@ def test_each_card_reports_the_data_it_was_trained_on():
     rows = _rows()
     summary = data_summary(rows)
     for kind, folder in adapter_dirs().items():
-        card = json.loads((folder / CARD_FILE).read_text())
+        card = json.loads((folder / ADAPTER_CARD).read_text())
         assert card["kind"] == kind and card["data"] == summary
         assert card["training"]["examples"] == len(examples(rows, kind, balance=bool(card.get("class_balance"))))
         assert card["lora"]["rank"] == 8 and card["lora"]["alpha"] == 16 and card["lora"]["lr"] == 3e-4

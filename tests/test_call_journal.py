@@ -61,7 +61,7 @@ def same(a: dict, b: dict, timed: bool = True) -> bool:
 def experiment(name: str, backend, tiny_pages, tiny_index, tmp_path: Path, rows: Path, concurrency: int = 1):
     service = Service(AppConfig(cache_dir=tmp_path), tiny_pages, tiny_index, backend, "tiny", {})
     options = registry.Options(window=1, concurrency=concurrency)
-    return registry.run(registry.EXPERIMENTS[name], service, "tiny", ITEMS, 1, options, list, rows)
+    return registry.run_entry(registry.EXPERIMENTS[name], service, "tiny", ITEMS, 1, options, list, rows)
 
 
 @pytest.mark.parametrize("name", ["negative_windows", "topk_vs_iterative", "unanswerable"])

@@ -69,7 +69,7 @@ def test_an_experiment_reads_its_windows_through_the_server_two_at_a_time(backen
     # at one page a window, the honey bee page comes before the Mona Lisa page: one answer-free, one answer-bearing
     items = [QAItem("bee", "Honey bee colony queen: in which year was the painting stolen?", ("1911",))]
     options = registry.Options(window=1, endpoint="SmolLM2 (llama.cpp)", concurrency=2)
-    run = registry.run(registry.EXPERIMENTS["negative_windows"], service, "tiny", items, 1, options, list)
+    run = registry.run_entry(registry.EXPERIMENTS["negative_windows"], service, "tiny", items, 1, options, list)
     assert (run.results["negative_windows"], run.results["positive_windows"]) == (1, 1)
     assert [row["shots"] for row in run.results["rows"]] == [0, 2, 4, 6, 8]
     for row in run.results["rows"]:  # llama.cpp reports log-probabilities: P(answer) is measured, never filled in

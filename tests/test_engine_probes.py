@@ -24,11 +24,13 @@ def test_the_torch_pools_probe_turns_the_torch_thread_off_by_running_calls_where
 
     from raqa.models import torch_thread
 
-    monkeypatch.setattr(torch_thread, "run", torch_thread.run)  # put back after the test
+    monkeypatch.setattr(
+        torch_thread, "call_on_torch_thread", torch_thread.call_on_torch_thread
+    )  # put back after the test
     monkeypatch.setattr(torch_thread, "one_pool", torch_thread.one_pool)
-    assert torch_thread.run(lambda: threading.current_thread().name) == "raqa-torch"
+    assert torch_thread.call_on_torch_thread(lambda: threading.current_thread().name) == "raqa-torch"
     torch_pools.torch_thread_off()
-    assert torch_thread.run(lambda: threading.current_thread().name) == threading.current_thread().name
+    assert torch_thread.call_on_torch_thread(lambda: threading.current_thread().name) == threading.current_thread().name
 
 
 @pytest.mark.parametrize("argv", [["--slots", "0,2"], ["--slots", ","], ["--questions", "0"]])
@@ -52,7 +54,7 @@ def test_the_decode_probe_times_a_streamed_reply_from_its_first_to_its_last_piec
                 yield word
             yield Usage(100, 5)
 
-    assert 35 < reader_decode.streamed(Steady(), []) < 55
+    assert 35 < reader_decode.decode_rate(Steady(), []) < 55
 
 
 def test_the_line_and_load_records_parse_llama_cpps_counters():

@@ -15,7 +15,7 @@ from raqa.web.committed_figures import FIGURES_DIR, committed_plots
 
 
 def test_the_committed_figures_are_what_the_committed_records_draw_now() -> None:
-    assert committed.stale() == [], "figures differ from their records: run python -m lab.ops.render_docs"
+    assert committed.outdated() == [], "figures differ from their records: run python -m lab.ops.render_docs"
 
 
 def _pipeline_record(folder) -> str:
@@ -37,13 +37,13 @@ def test_each_place_gets_its_figures_in_order_as_plotly_json(tmp_path) -> None:
 def test_a_record_changed_or_removed_after_drawing_is_named_stale(tmp_path) -> None:
     stem = _pipeline_record(tmp_path)
     committed.write(tmp_path)
-    assert committed.stale(tmp_path) == []
+    assert committed.outdated(tmp_path) == []
     path = tmp_path / f"{stem}.json"
     record = json.loads(path.read_text())
     record["results"] = {}  # the figures now say they cannot be drawn
     path.write_text(json.dumps(record))
-    assert f"{stem}/w2r-0-risk_coverage.json" in committed.stale(tmp_path)
+    assert f"{stem}/w2r-0-risk_coverage.json" in committed.outdated(tmp_path)
     path.unlink()
-    assert committed.stale(tmp_path) == sorted(
+    assert committed.outdated(tmp_path) == sorted(
         p.relative_to(tmp_path / FIGURES_DIR).as_posix() for p in (tmp_path / FIGURES_DIR).glob("*/*.json")
     )

@@ -1,7 +1,7 @@
 """The grader probe's scoring (lab/evaluation/grader_probe.py): which sentences a focused grader sees, the best cut
 that keeps half the right answers, and the summary the docs table reads. The model runs are not repeated here."""
 
-from lab.evaluation.grader_probe import SIGNALS, best_precision_at_half, focused, summarise
+from lab.evaluation.grader_probe import PROBES, best_precision_at_half, focused, summarise
 
 
 def test_focused_keeps_the_mentioning_sentences_and_their_neighbours_only():
@@ -21,12 +21,12 @@ def test_the_best_cut_must_keep_half_of_the_right_answers():
 
 def _row(role, answer, label, mentioned=True, score=0.5):
     row = {"role": role, "answer": answer, "right": label, "label": label, "mentioned": mentioned}
-    return {**row, **dict.fromkeys(SIGNALS, score if mentioned else None)} if mentioned else row
+    return {**row, **dict.fromkeys(PROBES, score if mentioned else None)} if mentioned else row
 
 
 def test_the_summary_counts_windows_and_scores_only_the_answers_the_page_mentions():
     rows = [
-        {**_row("gold", "Ann", True), **dict.fromkeys(SIGNALS, 0.9)},
+        {**_row("gold", "Ann", True), **dict.fromkeys(PROBES, 0.9)},
         _row("negative", "Bob", False, score=0.2),
         _row("negative", "Cy", False, mentioned=False),
         _row("negative", None, False, mentioned=False),

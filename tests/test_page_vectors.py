@@ -7,7 +7,7 @@ import pytest
 from test_dense import PAGES, KeywordEncoder
 
 from raqa.retrieval.corpus import fingerprint, load_embedded
-from raqa.retrieval.dense import MAX_TOKENS, HybridIndex, shared_encoder
+from raqa.retrieval.dense import DENSE_MAX_TOKENS, HybridIndex, shared_encoder
 from raqa.retrieval.index import BM25Index
 from raqa.retrieval.page_vectors import SHIPPED, PageVectors, encoder_name, shipped_vectors
 
@@ -24,14 +24,18 @@ class NoEncoding(KeywordEncoder):
 
 def _write(path, pages, about_changes=None):
     vectors = KeywordEncoder().encode([f"{p.title}\n{p.text}" for p in pages]).astype(np.float16)
-    about = {"corpus_fingerprint": fingerprint(pages), "encoder": encoder_name(MAX_TOKENS), **(about_changes or {})}
+    about = {
+        "corpus_fingerprint": fingerprint(pages),
+        "encoder": encoder_name(DENSE_MAX_TOKENS),
+        **(about_changes or {}),
+    }
     PageVectors(np.array([p.id for p in pages]), vectors, about).save(path)
     return vectors
 
 
 def test_vectors_made_for_this_corpus_and_encoder_are_read_back_by_page_id(tmp_path):
     vectors = _write(tmp_path / "v.npz", PAGES)
-    known = shipped_vectors(fingerprint(PAGES), MAX_TOKENS, tmp_path / "v.npz")
+    known = shipped_vectors(fingerprint(PAGES), DENSE_MAX_TOKENS, tmp_path / "v.npz")
     assert sorted(known) == [p.id for p in PAGES]
     assert np.array_equal(known["3"], vectors[2].astype(np.float32))
 
@@ -43,13 +47,13 @@ def test_vectors_made_for_this_corpus_and_encoder_are_read_back_by_page_id(tmp_p
 )
 def test_vectors_made_for_another_corpus_or_encoder_are_not_used(tmp_path, changes):
     _write(tmp_path / "v.npz", PAGES, changes)
-    assert shipped_vectors(fingerprint(PAGES), MAX_TOKENS, tmp_path / "v.npz") == {}
+    assert shipped_vectors(fingerprint(PAGES), DENSE_MAX_TOKENS, tmp_path / "v.npz") == {}
 
 
 def test_a_missing_or_broken_file_means_encoding_as_before(tmp_path):
-    assert shipped_vectors(fingerprint(PAGES), MAX_TOKENS, tmp_path / "absent.npz") == {}
+    assert shipped_vectors(fingerprint(PAGES), DENSE_MAX_TOKENS, tmp_path / "absent.npz") == {}
     (tmp_path / "broken.npz").write_bytes(b"not a zip file")
-    assert shipped_vectors(fingerprint(PAGES), MAX_TOKENS, tmp_path / "broken.npz") == {}
+    assert shipped_vectors(fingerprint(PAGES), DENSE_MAX_TOKENS, tmp_path / "broken.npz") == {}
 
 
 def test_with_shipped_vectors_a_search_encodes_only_the_question(tmp_path):
@@ -58,7 +62,7 @@ def test_with_shipped_vectors_a_search_encodes_only_the_question(tmp_path):
     question = "Who invented the sport credited to Naismith in Massachusetts?"
     encoder.questions = (question,)
     _write(tmp_path / "v.npz", PAGES)
-    hybrid = HybridIndex(bm25, encoder, known=shipped_vectors(fingerprint(PAGES), MAX_TOKENS, tmp_path / "v.npz"))
+    hybrid = HybridIndex(bm25, encoder, known=shipped_vectors(fingerprint(PAGES), DENSE_MAX_TOKENS, tmp_path / "v.npz"))
     fresh = HybridIndex(bm25, KeywordEncoder()).search(question, 3)
     hits = hybrid.search(question, 3)
     assert encoder.encoded == [question]

@@ -10,7 +10,7 @@ from test_pipeline import service  # noqa: F401 - the scripted service, shared
 
 from raqa.__main__ import main
 from raqa.reading.events import to_json
-from raqa.web.ask_tab import page_lookup
+from raqa.retrieval.corpus import page_lookup
 from raqa.web.pipeline_recordings import (
     PolicyChoice,
     find_pipeline,
@@ -39,7 +39,7 @@ def test_a_recording_reads_back_as_the_events_the_pipeline_yielded(service, tmp_
     path = write_pipeline_recording(recording, tmp_path)
     assert path.name == "who-first-climbed-mount-everest-with-tenzing-norgay--adapt-0.500-base.jsonl"
     again = read_pipeline_recording(path)
-    page_of = page_lookup(service)
+    page_of = page_lookup(service.pages)
     events = [event_from_json(e, page_of) for _, e in again.timed_events]
     assert [to_json(e) for e in events] == [e for _, e in recording.timed_events]
     assert events[-1].answer == "Edmund Hillary" and events[-1].source == "pages"
@@ -67,7 +67,9 @@ def test_the_replay_streams_the_recorded_steps_marked_as_recorded(service):  # n
     recording = record_pipeline(service, EVEREST, PolicyChoice("adapt", 0.5), "python -m raqa record-pipeline (test)")
     pauses: list[float] = []
     frames = list(
-        replay_pipeline(service, [recording], page_lookup(service), EVEREST, "adapt", 0.5, None, pause=pauses.append)
+        replay_pipeline(
+            service, [recording], page_lookup(service.pages), EVEREST, "adapt", 0.5, None, pause=pauses.append
+        )
     )
     assert len(frames) == len(recording.timed_events) and all(p <= 0.25 for p in pauses)
     last = frames[-1]
@@ -87,7 +89,7 @@ def test_the_replay_streams_the_recorded_steps_marked_as_recorded(service):  # n
 def test_no_matching_recording_says_so_and_runs_nothing(service, question, policy, threshold):  # noqa: F811
     recording = record_pipeline(service, EVEREST, PolicyChoice("adapt", 0.5), "test")
     calls = len(service.adapt.get().calls)
-    frames = list(replay_pipeline(service, [recording], page_lookup(service), question, policy, threshold))
+    frames = list(replay_pipeline(service, [recording], page_lookup(service.pages), question, policy, threshold))
     assert frames == [NO_RECORDING] and len(service.adapt.get().calls) == calls
 
 

@@ -79,13 +79,13 @@ def test_each_experiment_reads_through_the_real_server(name, served, tmp_path: P
     rows = tmp_path / "rows.jsonl"
     # the runs' experiments read every question of the pool many ways: one question keeps them short
     pool = [MONA_LISA] if name in ("topk_vs_iterative", "window_order") else [MONA_LISA, ZZYZX]
-    run = registry.run(experiment, served, "tiny", pool, 1, options, list, rows)
+    run = registry.run_entry(experiment, served, "tiny", pool, 1, options, list, rows)
     assert run.about["server"]["endpoint"] == NAME and run.about["server"]["concurrency"] == 2
     assert run.about["server"]["reported_model"]  # the model id the server's replies name
     assert run.about["weights"] is None and f"--endpoint '{NAME}' --concurrency 2" in run.about["command"]
     calls = run.about["rows"]["calls"]
     assert calls > 0 and len(rows.read_text().splitlines()) == calls  # every call the server answered is a row
-    again = registry.run(experiment, served, "tiny", pool, 1, options, list, rows)
+    again = registry.run_entry(experiment, served, "tiny", pool, 1, options, list, rows)
     assert again.about["rows"] == {"file": "rows.jsonl", "calls": calls, "in_file_before": calls}  # none made again
 
 

@@ -17,31 +17,35 @@ from raqa.models.llama_runner import LlamaRunner, Request
 
 
 def test_run_returns_the_result_raises_the_error_and_nests_inline() -> None:
-    assert torch_thread.run(sum, [1, 2, 3]) == 6
+    assert torch_thread.call_on_torch_thread(sum, [1, 2, 3]) == 6
     with pytest.raises(ZeroDivisionError):
-        torch_thread.run(lambda: 1 / 0)
-    names = torch_thread.run(
-        lambda: (threading.current_thread().name, torch_thread.run(lambda: threading.current_thread().name))
+        torch_thread.call_on_torch_thread(lambda: 1 / 0)
+    names = torch_thread.call_on_torch_thread(
+        lambda: (
+            threading.current_thread().name,
+            torch_thread.call_on_torch_thread(lambda: threading.current_thread().name),
+        )
     )
     assert names == ("raqa-torch", "raqa-torch")  # a call from the torch thread runs there, without waiting on itself
 
 
 def test_the_thread_ends_when_idle_and_a_later_call_starts_another(monkeypatch) -> None:
     monkeypatch.setattr(torch_thread, "IDLE_S", 0.05)
-    torch_thread.run(int)
+    torch_thread.call_on_torch_thread(int)
     deadline = time.monotonic() + 5
     while torch_thread.alive() and time.monotonic() < deadline:
         time.sleep(0.02)
     assert not torch_thread.alive()
     monkeypatch.setattr(torch_thread, "IDLE_S", 5.0)
-    torch_thread.run(int)
+    torch_thread.call_on_torch_thread(int)
     assert torch_thread.alive()  # started again for the call, and waiting for the next
 
 
 def test_calls_from_many_threads_all_get_their_own_answer() -> None:
     results: dict[int, int] = {}
     threads = [
-        threading.Thread(target=lambda i=i: results.update({i: torch_thread.run(lambda: i * i)})) for i in range(20)
+        threading.Thread(target=lambda i=i: results.update({i: torch_thread.call_on_torch_thread(lambda: i * i)}))
+        for i in range(20)
     ]
     for t in threads:
         t.start()
@@ -70,7 +74,7 @@ from raqa.models import torch_thread
 torch_thread.one_pool()
 seen = {}
 t = threading.Thread(target=lambda: seen.update(other=torch.get_num_threads())); t.start(); t.join()
-seen["torch"] = torch_thread.run(torch.get_num_threads)
+seen["torch"] = torch_thread.call_on_torch_thread(torch.get_num_threads)
 t = threading.Thread(target=lambda: seen.update(later=torch.get_num_threads())); t.start(); t.join()
 seen["main"] = torch.get_num_threads()
 print(seen)

@@ -11,7 +11,7 @@ from lab.stats import auc
 from lab.training.calibration import choose_threshold
 from lab.training.lora import READER_LORA, Encoded, TrainLog, save, target_losses, token_weights, train
 from lab.training.reader import READER_LABEL, loss_summary
-from raqa.reading.readers import CARD_FILE, load_reader
+from raqa.reading.readers import READER_CARD, load_reader
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -133,7 +133,7 @@ def test_a_saved_reader_folder_is_found_with_its_threshold(tmp_path):
     peft = pytest.importorskip("peft")
     model = peft.get_peft_model(tiny_model(), peft.LoraConfig(r=2, target_modules=["q_proj", "v_proj"]))
     card = {"label": READER_LABEL, "answer_threshold": 0.7, "shots": 2, "page_tokens": 320}
-    save(tmp_path / "abstain", model, card, TrainLog(), "# card\n", CARD_FILE)
+    save(tmp_path / "abstain", model, card, TrainLog(), "# card\n", READER_CARD)
     reader = load_reader(tmp_path / "abstain")
     assert (reader.name, reader.answer_threshold, reader.shots, reader.adapter) == (
         "abstain",

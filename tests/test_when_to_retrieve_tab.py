@@ -12,7 +12,7 @@ from raqa.loading import Lazy
 from raqa.models.base import ModelError
 from raqa.service import Service
 from raqa.web.when_to_retrieve_tab import run_pipeline
-from raqa.when_to_retrieve.planning import NO_ADAPT_MODEL, decide
+from raqa.when_to_retrieve.planning import NO_ADAPT_MODEL, route
 from raqa.when_to_retrieve.popularity import PopItem
 
 EVEREST = "Who first climbed Mount Everest with Tenzing Norgay?"
@@ -55,7 +55,7 @@ def test_without_the_adapters_the_tab_says_so(service):
         f'<div class="raqa-answer raqa-failed">{NO_ADAPT_MODEL}</div>'
     ]
     with pytest.raises(ModelError, match="train adapt"):
-        decide(service, "Everest?", "never")
+        route(service, "Everest?", "never")
 
 
 def test_an_unexpected_error_ends_with_a_message(service):
@@ -69,7 +69,7 @@ def test_an_unexpected_error_ends_with_a_message(service):
 
 def test_a_known_popqa_question_uses_its_popularity(service):
     service.popularity = {"what is capital of france": PopItem("1", "What is the capital of France?", ("Paris",), 5000)}
-    decision = list(decide(service, "What is the capital of France?", "popularity"))[1]
+    decision = list(route(service, "What is the capital of France?", "popularity"))[1]
     assert decision.retrieve is False and "popularity 5000 is at or above the threshold 100" in decision.reason
-    unknown = list(decide(service, EVEREST, "popularity"))[1]
+    unknown = list(route(service, EVEREST, "popularity"))[1]
     assert unknown.retrieve is None and "no popularity is known" in unknown.reason

@@ -84,8 +84,8 @@ def _measure(args: argparse.Namespace, ready: Ready, command: str) -> Measuremen
     return Measurement(score(rows), label, about)
 
 
-BADGES = Evaluation("badges", ("datasets", "limit", "seed"), _prepare, _measure)
+BADGES_EVALUATION = Evaluation("badges", ("datasets", "limit", "seed"), _prepare, _measure)
 
 
 def cmd_eval_badges(args: argparse.Namespace) -> int:
-    return evaluate(BADGES, args)
+    return evaluate(BADGES_EVALUATION, args)

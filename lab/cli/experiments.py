@@ -51,7 +51,7 @@ def _measure_experiment(args: argparse.Namespace, ready: Ready, command: str) ->
     default_rows = service.config.cache_dir / "experiments" / f"{experiment.name}-{label}.rows.jsonl"
     rows = (Path(args.rows) if args.rows else default_rows) if experiment.needs_model else None
     limit, pool, bar = ready.loaded["limit"], ready.loaded["pool"], progress_bar(experiment.name)
-    run = registry.run(experiment, service, args.dataset, pool, limit, options, bar, rows)
+    run = registry.run_entry(experiment, service, args.dataset, pool, limit, options, bar, rows)
     # the registry states the command (and the server); a record kept in its own folder says so, so that rerunning
     # it writes it there again
     run.about["command"] += options_line(out=args.out, rows=args.rows)

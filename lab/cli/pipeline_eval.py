@@ -24,7 +24,7 @@ from raqa.config import RunForm
 from raqa.evaluation import questions as question_sets  # by module: tests replace its load_questions
 from raqa.models.base import ModelError
 from raqa.service import Service
-from raqa.when_to_retrieve.planning import windows
+from raqa.when_to_retrieve.planning import retrieving_plan
 from raqa.when_to_retrieve.uncertainty import closed_book
 
 EVAL_K, EVAL_WINDOW, EVAL_ORDER = 15, 1, "forward"  # the page's defaults
@@ -66,7 +66,7 @@ def _measure(args: argparse.Namespace, ready: Ready, command: str) -> Measuremen
 
     def reader(name: str):  # the base reader's answers as it gives them; the judge's gate grounds its own
         form = RunForm(order=EVAL_ORDER, window=EVAL_WINDOW, k=EVAL_K, reader=name, retrieval=EVAL_RETRIEVAL)
-        return lambda q: service.events(windows(service, q, form, grounded=False))
+        return lambda q: service.events(retrieving_plan(service, q, form, grounded=False))
 
     readers = {name: reader(name) for name in READERS}
     positives = PositiveIndex(service.pages)

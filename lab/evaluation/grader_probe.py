@@ -51,7 +51,7 @@ from raqa.reading.prompts import parse_reply, shown_sentences
 from raqa.text import restates_question, split_sentences
 
 RESULT_FILE = RESULTS_DIR / "grader-formulations.json"
-SIGNALS = ("fresh", "focused", "claim", "follow_up", "judge", "reader", "fresh+judge")
+PROBES = ("fresh", "focused", "claim", "follow_up", "judge", "reader", "fresh+judge")
 NEGATIVE_PAGES = 2  # answer-free pages read per question
 
 
@@ -168,7 +168,7 @@ def summarise(rows: list[dict]) -> dict:
         "graded_right": sum(r["label"] for r in graded),
         "signals": {},
     }
-    for signal in SIGNALS:
+    for signal in PROBES:
         scored = [(r[signal], r["label"]) for r in graded if r.get(signal) is not None]
         positive, negative = [s for s, y in scored if y], [s for s, y in scored if not y]
         auc = auc_interval(negative, positive) if positive and negative else None

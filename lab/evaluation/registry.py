@@ -254,7 +254,7 @@ def load_readers(experiment: Experiment, service, readers: str) -> None:
             service.reading(name, RunSettings())
 
 
-def run(
+def run_entry(
     experiment: Experiment,
     service,
     dataset: str,

@@ -32,7 +32,7 @@ from raqa.config import ASSETS_DIR
 from raqa.evaluation.metrics import answer_contained, exact_match
 from raqa.evaluation.questions import QAItem
 from raqa.reading.events import Final, Retrieved, RunFailed
-from raqa.when_to_retrieve.pipeline import ClosedBookAnswered, PipelineEnded, by_policy, pipeline
+from raqa.when_to_retrieve.pipeline import ClosedBookAnswered, PipelineEnded, by_policy, pipeline_events
 from raqa.when_to_retrieve.policies import Popularity, decide, nr_answer
 from raqa.when_to_retrieve.popularity import PopItem
 from raqa.when_to_retrieve.prompts import closed_book_messages, context_messages
@@ -103,7 +103,7 @@ def question_row(
     endings = {}
     for name, read in readers.items():
         final, ended, closed_seconds = None, None, 0.0
-        for event in pipeline(item.question, by_policy("always", None), once, read):
+        for event in pipeline_events(item.question, by_policy("always", None), once, read):
             if isinstance(event, ClosedBookAnswered):
                 closed_seconds = event.seconds  # the first reader's pipeline pays for it; the others reuse it
                 row = row or closed_book_row(item, dataset, "test", event)
@@ -126,7 +126,9 @@ def question_row(
 
 def dev_row(item: QAItem, dataset: str, answer_closed_book: Callable) -> dict:
     """One dev question (thresholds are chosen on these): the closed-book part of the never-retrieve pipeline."""
-    for event in pipeline(item.question, by_policy("never", None), answer_closed_book, lambda question: iter(())):
+    for event in pipeline_events(
+        item.question, by_policy("never", None), answer_closed_book, lambda question: iter(())
+    ):
         if isinstance(event, ClosedBookAnswered):
             return closed_book_row(item, dataset, "dev", event)
     raise AssertionError("the pipeline always answers closed-book first")

@@ -50,7 +50,7 @@ def _judge_p(v: WindowVerdict) -> float | None:
     return v.judge[v.judge_best].p_answer if v.judge else None
 
 
-def read_window(question: str, window, backend, settings: RunSettings, judge=None) -> WindowVerdict:
+def read_fixed_window(question: str, window, backend, settings: RunSettings, judge=None) -> WindowVerdict:
     """engine.window_verdict, from the call journal when it holds it (call_journal.py)."""
     key = call_key("window", question, [h.page.id for h in window], settings, backend, judge)
     return remembered(key, lambda: window_verdict(question, window, backend, settings, judge))
@@ -59,7 +59,7 @@ def read_window(question: str, window, backend, settings: RunSettings, judge=Non
 def score_windows(negative, positive, backend, settings: RunSettings, judge=None) -> dict:
     """One reader on fixed negative and positive windows: false answers, exact match, the badge, P(answer)."""
     verdicts = fan_out(
-        lambda iw: (iw[0], read_window(iw[0].question, iw[1], backend, settings, judge)), [*negative, *positive]
+        lambda iw: (iw[0], read_fixed_window(iw[0].question, iw[1], backend, settings, judge)), [*negative, *positive]
     )
     on_negative, on_positive = verdicts[: len(negative)], verdicts[len(negative) :]
     answers = [v.reply.answer if _answered(v) else None for _, v in on_positive]

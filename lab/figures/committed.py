@@ -50,7 +50,7 @@ def drawn(results_dir: Path = RESULTS_DIR) -> dict[str, str]:
     return files
 
 
-def stale(results_dir: Path = RESULTS_DIR) -> list[str]:
+def outdated(results_dir: Path = RESULTS_DIR) -> list[str]:
     """The figure files that differ from what the records draw now, or are missing, or belong to no record."""
     fresh = drawn(results_dir)
     folder = results_dir / FIGURES_DIR

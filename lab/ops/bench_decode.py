@@ -29,7 +29,7 @@ from typing import NamedTuple
 
 import torch
 
-from lab.ops.decode_steps import Step, greedy, same_next_token
+from lab.ops.decode_steps import FeedStep, greedy, same_next_token
 from raqa.models.llama_runner import LlamaRunner, Request
 
 DECODE_TOKENS = 64
@@ -61,8 +61,8 @@ class DecodeComparison(NamedTuple):
     llama_cpp_error: str | None
 
 
-def runner_steps(runner: LlamaRunner) -> Callable[[], Step]:
-    def start() -> Step:
+def runner_steps(runner: LlamaRunner) -> Callable[[], FeedStep]:
+    def start() -> FeedStep:
         sequence = runner.new_sequence()
         return lambda ids: runner.forward([Request(sequence, ids)])[0]
 
@@ -126,7 +126,7 @@ class Engine:
 
 
 class LocalEngine(Engine):
-    def __init__(self, start: Callable[[], Step]):
+    def __init__(self, start: Callable[[], FeedStep]):
         self.start = start
 
     def greedy(self, prompt, n):

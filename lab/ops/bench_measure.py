@@ -28,7 +28,7 @@ from raqa.retrieval.tokenize import get_tokenizer
 
 SEARCH_K = 100  # pages per query in the latency test
 BASELINE_MAX_QUERIES = 500  # rank_bm25 takes ~25 ms a query; more questions than this are timed on bm25s only
-PREFILL_TOKENS = 512
+BENCH_PREFILL_TOKENS = 512
 DECODE_TOKENS = 32
 THROUGHPUT_REPEATS = 3
 MATMUL_SIZE = 1024
@@ -172,13 +172,13 @@ def prompt_ids(backend: TransformersBackend, pages: Sequence[Page], tokens: int)
 
 
 def model_throughput(backend: TransformersBackend, pages: Sequence[Page]) -> Throughput:
-    """Prefill of a PREFILL_TOKENS prompt, then DECODE_TOKENS greedy steps with the KV cache; the best of a few
+    """Prefill of a BENCH_PREFILL_TOKENS prompt, then DECODE_TOKENS greedy steps with the KV cache; the best of a few
     runs after an untimed warm-up (the first forward pass after a load is several times slower).
 
     subtle: this drives a cursor of the backend's own kind, the very calls a reply makes, so it measures what the
     app runs (the lean forward when the model has one).
     """
-    ids = prompt_ids(backend, pages, PREFILL_TOKENS)
+    ids = prompt_ids(backend, pages, BENCH_PREFILL_TOKENS)
     prefill, decode = [], []
     backend.new_cursor(share=False).feed(ids)
     for _ in progress(range(THROUGHPUT_REPEATS), "prefill + decode"):
@@ -192,8 +192,8 @@ def model_throughput(backend: TransformersBackend, pages: Sequence[Page]) -> Thr
     params = sum(p.numel() for p in backend.model.parameters())
     return Throughput(
         params,
-        PREFILL_TOKENS,
-        PREFILL_TOKENS / min(prefill),
+        BENCH_PREFILL_TOKENS,
+        BENCH_PREFILL_TOKENS / min(prefill),
         DECODE_TOKENS,
         DECODE_TOKENS / min(decode),
         matmul_gflops(),

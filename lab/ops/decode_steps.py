@@ -13,10 +13,10 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 
-Step = Callable[[list[int]], object]  # feed tokens, get the logits after the last (a tensor or an array)
+FeedStep = Callable[[list[int]], object]  # feed tokens, get the logits after the last (a tensor or an array)
 
 
-def greedy(start: Callable[[], Step], prompt: Sequence[int], n: int) -> tuple[float, float, list[int]]:
+def greedy(start: Callable[[], FeedStep], prompt: Sequence[int], n: int) -> tuple[float, float, list[int]]:
     """(prefill seconds, decode seconds, tokens) of n greedy tokens after prompt."""
     step = start()
     began = time.perf_counter()
@@ -29,7 +29,7 @@ def greedy(start: Callable[[], Step], prompt: Sequence[int], n: int) -> tuple[fl
     return prefilled - began, time.perf_counter() - prefilled, tokens
 
 
-def same_next_token(start: Callable[[], Step], prompt: Sequence[int], reference: Sequence[int]) -> float:
+def same_next_token(start: Callable[[], FeedStep], prompt: Sequence[int], reference: Sequence[int]) -> float:
     """Share of the reference's greedy steps at which this path, fed the reference's tokens, picks the same token."""
     step = start()
     logits, same = step(list(prompt)), 0

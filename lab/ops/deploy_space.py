@@ -22,9 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
-from raqa.config import ASSETS_DIR
+from lab.records import ROOT
 
-ROOT = ASSETS_DIR.parent  # the repository
 LARGE_ABOVE_BYTES = 10 * 1000 * 1000  # the Hub rejects plain git files over 10 MB
 SAMPLE_BYTES = 512  # what huggingface_hub sends the Hub of each file to decide (lfs.UploadInfo.sample)
 # what a Space does not need: the tests and their tools run in CI on the repository, never on the Space

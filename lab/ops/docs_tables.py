@@ -15,11 +15,10 @@ import math
 from collections.abc import Iterable, Mapping
 
 from lab.evaluation.attribution_eval import markdown_table as attribution_table
-from raqa.config import ASSETS_DIR
+from lab.records import ROOT
 from raqa.when_to_retrieve.pipeline import PIPELINE_TITLES
 from raqa.when_to_retrieve.uncertainty import SIGNAL_TITLES
 
-ROOT = ASSETS_DIR.parent  # the repository
 RESULTS = ROOT / "assets" / "results"
 
 

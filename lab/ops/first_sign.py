@@ -4,8 +4,8 @@ their first window), on the page's defaults and default reader (issue 38's targe
 The page is served in this process, with nothing else in it; the visitors are sessions of a child process
 (reliability.drive_sessions_apart), each a distinct NQ-open test question, all submitted at the same moment. Each
 run is stopped at its first sign, as the Stop button does, so a group of 30 takes seconds instead of the half hour
-its whole runs take on 2 cores (`python -m lab bench load --readers` measures those); the page is given SETTLE_S
-between groups for the stopped runs to leave the line.
+its whole runs take on 2 cores (`python -m lab bench load --readers` measures those); the page is given
+QUIET_BETWEEN_GROUPS_S between groups for the stopped runs to leave the line.
 
     python -m lab.ops.first_sign --visitors 10,20,30 --seed 0 --out assets/results/first-sign.json
 """
@@ -22,7 +22,7 @@ from lab.records import command_line, write_json
 from raqa.config import AppConfig
 from raqa.evaluation.questions import load_questions
 
-SETTLE_S = 15.0
+QUIET_BETWEEN_GROUPS_S = 15.0
 
 
 def group(url: str, questions: list[str]) -> dict:
@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
             groups[f"visitors_{n}"] = group(url, questions[used : used + n])
             used += n
             print(groups[f"visitors_{n}"], flush=True)
-            time.sleep(SETTLE_S)
+            time.sleep(QUIET_BETWEEN_GROUPS_S)
     finally:
         demo.close()
     if args.out:

@@ -22,9 +22,8 @@ from pathlib import Path
 
 from lab.ops.bench_start import child_env
 from lab.ops.reliability import free_port
-from raqa.config import ASSETS_DIR
+from lab.records import ROOT
 
-ROOT = ASSETS_DIR.parent  # the repository
 PAGE_TIMEOUT_S = 900.0  # a fresh start on a busy 2-core machine: installs, index, dequantising
 REHEARSAL_SPACE_ID = "rehearsal/raqa"  # what SPACE_ID holds when a start is timed as on a Space
 

@@ -27,14 +27,14 @@ from raqa.retrieval.corpus import EMBEDDED_NAME, fingerprint, load_embedded
 from raqa.retrieval.dense import BATCH, shared_encoder
 from raqa.retrieval.page_vectors import SHIPPED, PageVectors, encoder_name
 
-CHUNK = BATCH * 8  # pages between progress lines
+PAGES_PER_LINE = BATCH * 8  # pages between progress lines
 
 
 def encode_pages(pages, encoder, say=print) -> np.ndarray:
-    """Every page's unit vector, in order, in float16; a progress line every CHUNK pages."""
+    """Every page's unit vector, in order, in float16; a progress line every PAGES_PER_LINE pages."""
     start, rows = time.perf_counter(), []
-    for first in range(0, len(pages), CHUNK):
-        chunk = pages[first : first + CHUNK]
+    for first in range(0, len(pages), PAGES_PER_LINE):
+        chunk = pages[first : first + PAGES_PER_LINE]
         rows.append(encoder.encode([f"{p.title}\n{p.text}" for p in chunk]))
         done = first + len(chunk)
         say(f"Encoded {done:,}/{len(pages):,} pages ({time.perf_counter() - start:.0f} s)")

@@ -50,7 +50,7 @@ def clean_process(gguf: str, request: dict, threads: int, runs: int) -> list[dic
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def streamed(backend, messages) -> float:
+def decode_rate(backend, messages) -> float:
     """Decode tok/s of one reply streamed through the backend, as a page's run reads it."""
     stamps, tokens = [], 0
     for piece in backend.reply(messages, max_new_tokens=DECODE_TOKENS):
@@ -80,7 +80,7 @@ def measure(runs: int = 3) -> dict:
     request = big._request(messages, DECODE_TOKENS, False)
     page_engine, page_ours = [], []
     for _ in range(runs):
-        page_ours.append(streamed(big, messages))
+        page_ours.append(decode_rate(big, messages))
         page_engine.append(big.server.handle_chat_completions(request)["timings"]["predicted_per_second"])
     gguf = assembled(QWEN_1P5B, service.config.cache_dir)  # joined at load: this only checks it is there
     clean = [t["predicted_per_second"] for t in clean_process(str(gguf), request, THREADS, runs)]

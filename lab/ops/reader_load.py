@@ -26,7 +26,7 @@ import threading
 from collections.abc import Callable, Sequence
 
 from lab.ops.bench_timing import percentile
-from lab.ops.reader_decode import DECODE_TOKENS, clean_process, streamed
+from lab.ops.reader_decode import DECODE_TOKENS, clean_process, decode_rate
 from lab.ops.reliability import SessionResult, drive_sessions_apart, rss_mib, serve, summarise
 from raqa.config import RunForm
 from raqa.service import Service
@@ -114,7 +114,7 @@ def decode_parity(backend, messages, runs: int = 3, gguf: str | None = None) -> 
     ours, own, prompt_own = [], [], []
     request = backend._request(messages, DECODE_TOKENS, False)
     for _ in range(runs):
-        ours.append(streamed(backend, messages))
+        ours.append(decode_rate(backend, messages))
         result = backend.server.handle_chat_completions(request)
         timings = result.get("timings", {}) if isinstance(result, dict) else {}
         own.append(timings.get("predicted_per_second", float("nan")))

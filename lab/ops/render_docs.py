@@ -85,7 +85,7 @@ def main(argv: Iterable[str] | None = None) -> int:
             stale.append(page.relative_to(ROOT))
             if not args.check:
                 page.write_text(fresh, encoding="utf-8")
-    stale += [f"figures/{name}" for name in committed.stale()]
+    stale += [f"figures/{name}" for name in committed.outdated()]
     if not args.check:
         committed.write()
     verb = "differ from the records" if args.check else "rendered again"

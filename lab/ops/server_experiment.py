@@ -1,7 +1,7 @@
 """One experiment read three ways on the same GGUF, in one run: by the local model, and by llama.cpp's
 OpenAI-compatible server at concurrency 1 and at concurrency N (`python -m lab.ops.server_experiment`).
 
-Each run is what `python -m lab experiment NAME --endpoint SERVER --concurrency N` does (registry.run, the server
+Each run is what `python -m lab experiment NAME --endpoint SERVER --concurrency N` does (registry.run_entry, the server
 named in the record with its reported model id and sampling); here the server is started on loopback on the
 embedded model's GGUF, so the comparison needs no endpoints file. Written into --out: the three records, and a
 summary, server_experiment-NAME-DATASET.json, with each path's wall time, the ratio of concurrency N's wall time
@@ -25,7 +25,7 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from lab.evaluation.registry import EXPERIMENTS, Options, on_server, question_pool, run
+from lab.evaluation.registry import EXPERIMENTS, Options, on_server, question_pool, run_entry
 from lab.ops.bench_timing import progress
 from lab.ops.llama_server import ALIAS, llama_cpp_server
 from lab.records import Run, command_line, write_json, write_record
@@ -148,7 +148,7 @@ def main(argv: Iterable[str] | None = None) -> int:
     pool = question_pool(experiment, args.dataset, args.limit, args.seed)
     runs: dict[str, Run] = {}
     began = time.perf_counter()
-    runs["local"] = run(
+    runs["local"] = run_entry(
         experiment, service, args.dataset, pool, args.limit, Options(seed=args.seed), _bar(f"{args.experiment} local")
     )
     context = service.backend.context_tokens  # the same page cuts as the local model's
@@ -171,7 +171,7 @@ def main(argv: Iterable[str] | None = None) -> int:
         served = on_server(experiment, service, SERVER_NAME)
         for n in (1, args.concurrency):
             options = Options(seed=args.seed, endpoint=SERVER_NAME, concurrency=n)
-            runs[f"server_c{n}"] = run(
+            runs[f"server_c{n}"] = run_entry(
                 experiment,
                 served,
                 args.dataset,

@@ -36,7 +36,7 @@ def torch_thread_off() -> None:
     """Undo the torch thread in this process (before raqa.loading is imported): calls run where they are made."""
     from raqa.models import torch_thread
 
-    torch_thread.run = lambda fn, *args, **kwargs: fn(*args, **kwargs)
+    torch_thread.call_on_torch_thread = lambda fn, *args, **kwargs: fn(*args, **kwargs)
     torch_thread.one_pool = lambda: None
 
 

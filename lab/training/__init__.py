@@ -1,0 +1,1 @@
+TRAIN_DATASETS = ("nq", "triviaqa")  # the sets whose dev split trains; their test split only measures

@@ -26,8 +26,8 @@ from lab.training.judge_data import build_pairs, dev_setup
 from lab.training.judge_features import Feature, batches, collate, features
 from raqa.evaluation.records import provenance
 from raqa.reading.judge import (
-    CARD_FILE,
-    MAX_TOKENS,
+    JUDGE_CARD,
+    JUDGE_MAX_TOKENS,
     AnswerJudge,
     _quiet_transformers,
     base_encoder_dir,
@@ -50,7 +50,7 @@ class JudgeSettings:
     epochs: int = 2
     lr: float = 5e-5
     batch: int = 16
-    max_tokens: int = MAX_TOKENS
+    max_tokens: int = JUDGE_MAX_TOKENS
     warmup: float = 0.1  # share of the steps spent warming up the learning rate
     weight_decay: float = 0.01
     rank: int = 16  # LoRA only
@@ -189,7 +189,7 @@ def save(out: Path, model, tokenizer, settings: JudgeSettings, card: dict) -> No
         else:
             copy.deepcopy(model).half().save_pretrained(out)
         tokenizer.save_pretrained(out)
-    (out / CARD_FILE).write_text(json.dumps(card, indent=1, ensure_ascii=False) + "\n")
+    (out / JUDGE_CARD).write_text(json.dumps(card, indent=1, ensure_ascii=False) + "\n")
 
 
 def settings_card(settings: JudgeSettings) -> dict:

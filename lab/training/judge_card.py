@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from raqa.reading.judge import CARD_FILE
+from raqa.reading.judge import JUDGE_CARD
 from raqa.reading.support import CONTEXT_RANKS, SUPPORT_FILE
 
 
@@ -165,7 +165,7 @@ def write_card(out, card: dict) -> None:
     """The card (raqa_judge.json, which the runtime reads) and its README, with the support model's section when
     the folder has a support.json (train support)."""
 
-    (out / CARD_FILE).write_text(json.dumps(card, indent=1, ensure_ascii=False) + "\n")
+    (out / JUDGE_CARD).write_text(json.dumps(card, indent=1, ensure_ascii=False) + "\n")
     support = out / SUPPORT_FILE
     section = card_section(json.loads(support.read_text())) + "\n" if support.is_file() else ""
     (out / "README.md").write_text(readme(card).rstrip("\n") + section + ("" if section else "\n"))

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Literal
 
 from lab.evaluation.positives import PositiveIndex
+from lab.training import TRAIN_DATASETS
 from lab.training.reader_data import answer_span
 from raqa.evaluation.questions import QAItem, load_questions
 from raqa.reading.grounding import about_question, content_words
@@ -36,7 +37,6 @@ from raqa.reading.judge import sentence_offsets
 from raqa.retrieval.corpus import Page, load_corpus
 from raqa.retrieval.index import BM25Index, Hit, load_or_build
 
-TRAIN_DATASETS = ("nq", "triviaqa")
 K = 15  # pages retrieved per question, as in the demo
 MIN_SHARED = 1  # the positive rule's content words shared with the question: 1 is grounding.about_question
 Label = Literal["positive", "negative", "ambiguous"]

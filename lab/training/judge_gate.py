@@ -22,7 +22,7 @@ from lab.stats import auc, lowest_under
 from lab.training.judge_card import write_card
 from lab.training.judge_data import dev_setup
 from raqa.config import RunSettings
-from raqa.reading.judge import CARD_FILE, AnswerJudge
+from raqa.reading.judge import JUDGE_CARD, AnswerJudge
 
 WINDOWS = (1, 2, 3)
 MAX_FALSE = 0.2  # at most this share of answer-free dev windows passes the gate
@@ -77,7 +77,7 @@ def calibrate_folder(
     card = judge.card
     index, positives, held, _ = dev_setup(cache_dir, card["settings"]["seed"], card["holdout_questions"], say)
     gate = calibrate(judge, index, positives, held, max_false, say=say)
-    card = json.loads((folder / CARD_FILE).read_text())
+    card = json.loads((folder / JUDGE_CARD).read_text())
     card["gate"] = {**gate, "command": command, "data": f"held-out dev questions ({card['holdout_questions']} a set)"}
     write_card(folder, card)
     return card["gate"]

@@ -25,7 +25,7 @@ from lab.training.lora import LOG_FILE, Encoded, Example, LoraSettings, TrainLog
 from lab.training.reader_data import TRAIN_DATASETS, WindowExample, build_examples, dev_split, example_messages, mix
 from lab.training.reader_data import K as TRAIN_K
 from raqa.config import RunSettings
-from raqa.reading.readers import CARD_FILE
+from raqa.reading.readers import READER_CARD
 from raqa.retrieval.corpus import load_corpus
 from raqa.retrieval.index import load_or_build
 
@@ -196,5 +196,5 @@ def train_reader(
             "loss": loss_summary(log),
         },
     }
-    save(out, peft_model, card, log, _readme(card, command), CARD_FILE)
+    save(out, peft_model, card, log, _readme(card, command), READER_CARD)
     return card

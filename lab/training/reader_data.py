@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from lab.evaluation.positives import PositiveIndex
+from lab.training import TRAIN_DATASETS
 from raqa.evaluation.questions import QAItem, load_questions
 from raqa.reading.engine import windows
 from raqa.reading.grounding import about_question
@@ -31,7 +32,6 @@ from raqa.retrieval.index import BM25Index, Hit
 from raqa.text import normalize_for_matching, split_sentences
 
 WINDOW_SIZES = (1, 2, 3)
-TRAIN_DATASETS = ("nq", "triviaqa")
 K = 15  # pages retrieved per question, as in the demo
 Kind = Literal["positive", "negative"]
 CountTokens = Callable[[str], int]

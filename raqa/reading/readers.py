@@ -21,7 +21,7 @@ from raqa.reading.prompts import DEMONSTRATIONS
 
 READERS_DIR = ASSETS_DIR / "readers"
 ADAPTER_FILES = ("adapter_config.json", "adapter_model.safetensors")
-CARD_FILE = "raqa_reader.json"
+READER_CARD = "raqa_reader.json"
 BASE = "base"
 
 
@@ -82,10 +82,10 @@ def _number(card: Path, record: dict, key: str, lo: float, hi: float, whole: boo
 def load_reader(folder: Path) -> Reader:
     """The reader in one folder; raises ReaderError saying which file is missing or which field is wrong."""
     folder = Path(folder)
-    missing = [name for name in (*ADAPTER_FILES, CARD_FILE) if not (folder / name).is_file()]
+    missing = [name for name in (*ADAPTER_FILES, READER_CARD) if not (folder / name).is_file()]
     if missing:
         raise ReaderError(f"{folder}: a reader folder needs {', '.join(missing)}.")
-    card = folder / CARD_FILE
+    card = folder / READER_CARD
     try:
         record = json.loads(card.read_text())
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
@@ -115,6 +115,6 @@ def available_readers(root: Path = READERS_DIR) -> list[Reader]:
     if not Path(root).is_dir():
         return readers
     for folder in sorted(p for p in Path(root).iterdir() if p.is_dir()):
-        if any((folder / name).exists() for name in (*ADAPTER_FILES, CARD_FILE)):
+        if any((folder / name).exists() for name in (*ADAPTER_FILES, READER_CARD)):
             readers.append(load_reader(folder))
     return readers

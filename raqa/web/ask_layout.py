@@ -21,15 +21,16 @@ from raqa.reading.grader import grader_calibration
 from raqa.reading.judge import JUDGE_DIR
 from raqa.reading.readers import BASE_READER, GRADED_READER
 from raqa.reading.support import shipped as shipped_support
+from raqa.retrieval.corpus import page_lookup
 from raqa.service import Service
-from raqa.web.ask_tab import STRATEGY_LABELS, ask, page_form, page_lookup, recording_for, replay, usable_recordings
+from raqa.web.ask_tab import STRATEGY_LABELS, ask, page_form, recording_for, replay, usable_recordings
 from raqa.web.compare import CHOSEN
 from raqa.web.compare_controls import compare_controls
 from raqa.web.examples import load_examples
 from raqa.web.export import temporary_folder, write_exports
 from raqa.web.figures_run import message_figure
 from raqa.web.flags import flag_row
-from raqa.web.lessons import Step, load_lessons
+from raqa.web.lessons import LessonStep, load_lessons
 from raqa.web.links import LINK_JS, form_from_link
 from raqa.web.page_runs import NewestRun
 from raqa.web.page_text import badge_legend, grader_legend
@@ -71,7 +72,7 @@ def ask_view(demo: gr.Blocks, service: Service, recordings_dir: Path = RECORDING
     defaults = page_defaults(service)
     tab = _layout(service, steps, defaults)
     tab.buttons["link"].click(None, tab.form, [tab.link], js=LINK_JS, queue=False, **PRIVATE)
-    recordings, page_of = usable_recordings(service, recordings_dir), page_lookup(service)
+    recordings, page_of = usable_recordings(service, recordings_dir), page_lookup(service.pages)
     answers, windows, *_, download_json, download_md = tab.outputs
     newest = NewestRun()  # every event writing the run's outputs: a new one replaces the page's earlier one
     why_controls(demo, service, page_of, gate, newest, windows, download_json, download_md)
@@ -164,7 +165,7 @@ def _runs(service: Service, tab: AskTab, gate: VisitorGate | None, newest: Newes
     return [run, tab.form[0].submit(live, inputs, tab.outputs, **LIVE, **PRIVATE)]
 
 
-def _lessons(tab: AskTab, steps: list[Step], replay_form: Replay, newest: NewestRun) -> gr.events.Dependency:
+def _lessons(tab: AskTab, steps: list[LessonStep], replay_form: Replay, newest: NewestRun) -> gr.events.Dependency:
     """A lesson step loads its question and settings into the form and replays its recorded run."""
 
     def lesson_here(title: str):
@@ -216,7 +217,7 @@ def _links(
     loaded.then(newest.only_newest(replay_linked), tab.form, tab.outputs, **REPLAYED)
 
 
-def _layout(service: Service, steps: list[Step], defaults: RunSettings) -> AskTab:
+def _layout(service: Service, steps: list[LessonStep], defaults: RunSettings) -> AskTab:
     """The tab's components, top to bottom: the lesson, the question and the settings side by side, the results."""
     title = f"Lesson: when a model should admit ignorance ({len(steps)} steps)"
     with gr.Accordion(title, open=True, visible=bool(steps), elem_id="raqa-lesson"):

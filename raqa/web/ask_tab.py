@@ -19,7 +19,6 @@ import gradio as gr
 from raqa.config import RunForm, RunSettings, SettingsError, validate_settings
 from raqa.models.base import ModelError
 from raqa.reading.events import Final, RunFailed, WindowVerdict, from_json, to_json
-from raqa.retrieval import corpus
 from raqa.service import Service
 from raqa.web.compare import CHOOSE, NOTHING, differences_html, variant
 from raqa.web.figures_run import message_figure, safe, score_by_rank, token_meter
@@ -240,8 +239,3 @@ def usable_recordings(service: Service, folder: Path = RECORDINGS_DIR, read=read
         LOG.warning("Skipping a recording: %s", problem)
     corpus = f"{service.corpus_label} ({len(service.pages):,} pages)"
     return [r for r in recordings if r.header.get("corpus") == corpus]
-
-
-def page_lookup(service: Service):
-    """page id -> Page for the service's corpus (a replay needs the pages' texts; a live run does not)."""
-    return corpus.page_lookup(service.pages)

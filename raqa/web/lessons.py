@@ -20,7 +20,7 @@ LOG = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
-class Step:
+class LessonStep:
     title: str
     question: str
     form: RunForm
@@ -28,12 +28,12 @@ class Step:
     why: bool = False  # record each answered window's attribution with the run ("Why this answer?" in the replay)
 
 
-def load_lessons(path: Path = LESSONS_FILE) -> list[Step]:
+def load_lessons(path: Path = LESSONS_FILE) -> list[LessonStep]:
     """The steps in order; [] (and a warning) when the file is missing or malformed."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         steps = [
-            Step(s["title"], s["question"], RunForm(**s["form"]), s["watch"], bool(s.get("why", False)))
+            LessonStep(s["title"], s["question"], RunForm(**s["form"]), s["watch"], bool(s.get("why", False)))
             for s in data["steps"]
         ]
         if any(not isinstance(v, str) or not v.strip() for s in steps for v in (s.title, s.question, s.watch)):

@@ -27,7 +27,7 @@ class LinkedForm(NamedTuple):
 
 # each link parameter and the form field it fills; the page's own validator (config.validate_settings) checks each
 FIELDS = {"order": "order", "w": "window", "k": "k", "retrieval": "retrieval"}
-FLAGS = {"grounded": "grounded_only", "rationale": "rationale"}
+LINK_SWITCHES = {"grounded": "grounded_only", "rationale": "rationale"}
 FLAG_TEXT = {"1": True, "true": True, "0": False, "false": False}
 
 
@@ -64,11 +64,11 @@ def form_from_link(
     if strategy not in STRATEGY_LABELS:  # "both" is the page's own: two runs side by side
         problems.append(f"strategy={strategy!r} is not one of {', '.join(STRATEGY_LABELS)}")
         strategy = "iterative"
-    values = {field: getattr(defaults, field) for field in (*FIELDS.values(), *FLAGS.values())}
+    values = {field: getattr(defaults, field) for field in (*FIELDS.values(), *LINK_SWITCHES.values())}
     for name, field in FIELDS.items():
         if name in params:
             values[field] = _validated(name, field, params[name], values, limits, problems)
-    for name, field in FLAGS.items():
+    for name, field in LINK_SWITCHES.items():
         if name in params:
             flag = FLAG_TEXT.get(params[name].lower(), params[name])
             values[field] = _validated(name, field, flag, values, limits, problems)

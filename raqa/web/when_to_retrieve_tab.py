@@ -20,8 +20,9 @@ from raqa.config import RunForm, SettingsError, clean_question
 from raqa.evaluation.records import RESULTS_DIR, load_results
 from raqa.models.base import ModelError
 from raqa.reading.readers import MODEL_JUDGE_READER
+from raqa.retrieval.corpus import page_lookup
 from raqa.service import Service
-from raqa.web.ask_tab import REPLAY_GAP_S, REPLAY_TOTAL_S, page_lookup, recorded_banner, usable_recordings
+from raqa.web.ask_tab import REPLAY_GAP_S, REPLAY_TOTAL_S, recorded_banner, usable_recordings
 from raqa.web.committed_figures import REDRAW, committed_plots
 from raqa.web.examples import load_examples
 from raqa.web.experiments_tab import experiment_caption
@@ -187,7 +188,7 @@ def live_pipeline(
     button.click(run, [question, policy, threshold, reader], [output], api_name="pipeline", **listen)
     question.submit(run, [question, policy, threshold, reader], [output], api_visibility="private", **listen)
     recordings = usable_recordings(service, recordings_dir, read_pipeline_recording)
-    page_of = page_lookup(service)
+    page_of = page_lookup(service.pages)
 
     def replay(question_, policy_, threshold_, reader_=None):
         yield from replay_pipeline(service, recordings, page_of, question_, policy_, threshold_, reader_)

@@ -55,7 +55,7 @@ def window_number(value: object) -> int | None:
     return int(head) if head.isdigit() and 0 < int(head) < 10_000 else None
 
 
-def explain(service, page_of, value, run_file) -> Iterator[tuple]:
+def explain_window(service, page_of, value, run_file) -> Iterator[tuple]:
     """Yield (windows, download_json, download_md): the windows with the attribution being worked out, then with it."""
     number = window_number(value)
     try:
@@ -102,7 +102,7 @@ def why_controls(demo: gr.Blocks, service, page_of, gate, newest, windows, downl
 
     def explain_here(value, run_file):
         try:
-            yield from explain(service, page_of, value, run_file)
+            yield from explain_window(service, page_of, value, run_file)
         except Exception:  # last resort, as in a run: a bug gives a message, never a broken page
             LOG.exception("Why this answer? failed on an unexpected error")
             yield failed_html("Why this answer? stopped on an internal error."), gr.skip(), gr.skip()

@@ -30,7 +30,7 @@ from raqa.when_to_retrieve.prompts import RET, Messages
 
 ADAPT_DIR = ASSETS_DIR / "adapt"
 ANSWER_TOKENS = 32  # greedy tokens per answer: enough for the answer sentence a chat model writes first
-CARD_FILE = "raqa_adapter.json"
+ADAPTER_CARD = "raqa_adapter.json"
 
 
 def adapter_dirs(root: Path = ADAPT_DIR) -> dict[str, Path]:
@@ -44,7 +44,7 @@ def adapter_dirs(root: Path = ADAPT_DIR) -> dict[str, Path]:
 
 def adapter_card(folder: Path) -> dict:
     try:
-        return json.loads((Path(folder) / CARD_FILE).read_text())
+        return json.loads((Path(folder) / ADAPTER_CARD).read_text())
     except (OSError, json.JSONDecodeError):
         return {}
 

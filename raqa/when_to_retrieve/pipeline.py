@@ -144,7 +144,7 @@ def ending(final: Final | RunFailed | None) -> tuple[str | None, Source, str]:
     return None, "none", "no window gave an answer the reader stands by"
 
 
-def pipeline(
+def pipeline_events(
     question: str,
     decide: Decide,
     answer_closed_book: Callable[[str], tuple[str, dict[str, float]]],
@@ -155,7 +155,7 @@ def pipeline(
 
     Example:
         >>> never = lambda answer, signals: decide_retrieval("never", signals, None)
-        >>> [type(e).__name__ for e in pipeline("Q?", never, lambda q: ("A", {}), lambda q: iter(()))]
+        >>> [type(e).__name__ for e in pipeline_events("Q?", never, lambda q: ("A", {}), lambda q: iter(()))]
         ['ClosedBookAnswered', 'RetrievalDecided', 'PipelineEnded']
     """
     start = time.perf_counter()

@@ -23,7 +23,7 @@ from typing import Literal, Protocol
 
 from raqa.reading.events import Final, Retrieved, RunEvent, RunFailed
 from raqa.retrieval.index import Hit
-from raqa.when_to_retrieve.pipeline import Decide, PipelineEvent, RetrievalDecided, by_policy, pipeline
+from raqa.when_to_retrieve.pipeline import Decide, PipelineEvent, RetrievalDecided, by_policy, pipeline_events
 from raqa.when_to_retrieve.prompts import (
     RET,
     Messages,
@@ -120,9 +120,9 @@ def decide(
         raise ValueError(f"Invalid policy: {policy!r}. Choose from: {', '.join(POLICIES)}.")
     read = partial(read_top_page, model=model, search=search, adapter="adapt" if policy == "adapt" else "always")
     if policy == "adapt":
-        return pipeline(question, ret_token, partial(parametric, model), read)
+        return pipeline_events(question, ret_token, partial(parametric, model), read)
     decision = by_popularity(popularity) if policy == "popularity" else by_policy(policy, None)
-    return pipeline(question, decision, memory or partial(nr_answer, model), read)
+    return pipeline_events(question, decision, memory or partial(nr_answer, model), read)
 
 
 def nr_answer(model: AdaptModel, question: str) -> tuple[str, dict[str, float]]:
