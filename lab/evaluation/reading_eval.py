@@ -42,6 +42,7 @@ from raqa.evaluation.fan_out import streamed
 from raqa.evaluation.metrics import answer_contained, exact_match, is_positive
 from raqa.evaluation.questions import QAItem, load_questions
 from raqa.evaluation.records import RESULTS_DIR, provenance
+from raqa.reading.engine import ending_window
 from raqa.reading.events import Final, RunFailed, WindowStarted, WindowVerdict
 from raqa.reading.grader import GRADER_FILE, WEAK
 
@@ -187,7 +188,8 @@ def replay_cut(rows: Sequence[dict], weak: float) -> list[dict]:
     Exact for a cut at or below the one the rows were read with (a run read on past every window below it)."""
     ended = []
     for r in rows:
-        stop = next((w for w in r["windows"] if w["support"] is not None and w["support"] >= weak), None)
+        end = ending_window([w["support"] for w in r["windows"]], weak)
+        stop = r["windows"][end] if end is not None else None
         answer = stop["answer"] if stop else None
         support = stop["support"] if stop else None
         ended.append({**r, "answer": answer, "support": support, "right": is_right(answer, r["answers"])})

@@ -35,6 +35,7 @@ from lab.training.judge_card import write_card
 from lab.training.judge_data import dev_setup
 from raqa.evaluation.metrics import answer_contained
 from raqa.evaluation.records import provenance
+from raqa.reading.engine import ending_window
 from raqa.reading.judge import JUDGE_CARD, AnswerJudge
 from raqa.reading.support import CONTEXT_RANKS, FEATURES, SUPPORT_FILE, SupportModel, page_features
 
@@ -140,15 +141,8 @@ def finals(rows: Sequence[QuestionRows], support: dict[tuple[int, int], float], 
     reaches weak, or None."""
     out = []
     for q, question in enumerate(rows):
-        end = next(
-            (
-                (support[(q, i)], right)
-                for i, (_, right) in enumerate(question.pages)
-                if (q, i) in support and support[(q, i)] >= weak
-            ),
-            None,
-        )
-        out.append(end)
+        end = ending_window([support.get((q, i)) for i in range(len(question.pages))], weak)
+        out.append(None if end is None else (support[(q, end)], question.pages[end][1]))
     return out
 
 

@@ -135,6 +135,18 @@ def accepted(verdict: Verdict, settings: RunSettings) -> bool:
     return verdict in ("answered", "weak") or (verdict == "unsupported" and not settings.grounded_only)
 
 
+def ending_window(supports: Sequence[float | None], weak: float) -> int | None:
+    """Where a run that ends only on supported answers ends, replayed from each window's support (None where no answer
+    was graded): the first window whose support reaches weak, since the badge calls an answer supported from weak up
+    and accepted() ends the run on it. The evaluations replay other cuts with it.
+
+    Example:
+        >>> ending_window([None, 0.4, 0.7, 0.9], 0.5), ending_window([0.4], 0.5)
+        (2, None)
+    """
+    return next((i for i, support in enumerate(supports) if support is not None and support >= weak), None)
+
+
 def read_window(
     question: str,
     hits: tuple[Hit, ...],
