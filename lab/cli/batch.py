@@ -31,43 +31,45 @@ def batch_reader(args: argparse.Namespace) -> str | None:
 
 def cmd_batch(args: argparse.Namespace) -> int:
     """Iterative prompting over a question set, resumable: one JSONL line per question as it finishes."""
-
     if not 1 <= args.concurrency <= 256:
         return error("--concurrency must be from 1 to 256.")
     try:
-        form = run_form(args, reader=batch_reader(args))
-        validate_settings(form)
-        reader = form.reader
-        items = question_sets.load_questions(args.dataset, args.split, args.limit, args.seed)
-        config = app_config(args)
-        check_endpoint(reader, config)
-        service = service_with_reader(config, reader)
-        _, backend = service.reader(reader)  # an unknown reader stops here, listing the readers
+        items, service, form, concurrency = _prepared(args)
     except (QuestionsError, *LOAD_ERRORS) as e:
         return error(e)
+    work = question_work(lambda question: service.plan(question, form), service.events)  # as ask and the page plan
+    try:
+        result = run_batch(items, work, args.out, concurrency, progress_line("questions done"))
+    except BatchError as e:
+        return error(e)
+    _report(args.out, items, result)
+    return 1 if result.errors else 0
 
-    def plan(question: str):
-        """Each question's run, decided as `ask` and the page decide it."""
-        return service.plan(question, form)
 
+def _prepared(args: argparse.Namespace) -> tuple[list, object, object, int]:
+    """The questions, the service, the run's choices and how many questions read at once; the errors of bad input."""
+    form = run_form(args, reader=batch_reader(args))
+    validate_settings(form)
+    items = question_sets.load_questions(args.dataset, args.split, args.limit, args.seed)
+    config = app_config(args)
+    check_endpoint(form.reader, config)
+    service = service_with_reader(config, form.reader)
+    _, backend = service.reader(form.reader)  # an unknown reader stops here, listing the readers
     concurrency = args.concurrency
     if isinstance(backend, TransformersBackend) and concurrency > 1:
         # the local model computes on this machine's cores: parallel runs only compete for them
         say("Note: the local model reads one question at a time; --concurrency applies to --endpoint.")
         concurrency = 1
-    try:
-        result = run_batch(
-            items, question_work(plan, service.events), args.out, concurrency, progress_line("questions done")
-        )
-    except BatchError as e:
-        return error(e)
+    return items, service, form, concurrency
+
+
+def _report(out: str, items: list, result) -> None:
     for item_id, message in result.errors.items():
         say(f"failed (rerun to retry): {item_id}: {message}")
-    totals = summarise(args.out, [item.id for item in items])
+    totals = summarise(out, [item.id for item in items])
     print(
-        f"{totals['questions']}/{result.total} questions in {args.out} ({result.skipped} from before, "
+        f"{totals['questions']}/{result.total} questions in {out} ({result.skipped} from before, "
         f"{result.written} now, {len(result.errors)} failed): answered {totals['answered']}, "
         f"abstained {totals['abstained']}, run failed {totals['run_failed']}; "
         f"EM {totals['em']:.3f}, F1 {totals['f1']:.3f}"
     )
-    return 1 if result.errors else 0
