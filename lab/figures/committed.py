@@ -50,20 +50,22 @@ def drawn(results_dir: Path = RESULTS_DIR) -> dict[str, str]:
     return files
 
 
-def outdated(results_dir: Path = RESULTS_DIR) -> list[str]:
-    """The figure files that differ from what the records draw now, or are missing, or belong to no record."""
-    fresh = drawn(results_dir)
+def outdated(results_dir: Path = RESULTS_DIR, fresh: dict[str, str] | None = None) -> list[str]:
+    """The figure files that differ from what the records draw now (fresh, when already drawn), or are missing, or
+    belong to no record."""
+    fresh = drawn(results_dir) if fresh is None else fresh
     folder = results_dir / FIGURES_DIR
     held = {p.relative_to(folder).as_posix(): p for p in folder.glob("*/*.json")}
     differ = [n for n, text in fresh.items() if n not in held or json.loads(held[n].read_text()) != json.loads(text)]
     return sorted(differ + [n for n in held if n not in fresh])
 
 
-def write(results_dir: Path = RESULTS_DIR) -> int:
-    """Draw every record's figures again into figures/, replacing what was there; the number of files."""
+def write(results_dir: Path = RESULTS_DIR, files: dict[str, str] | None = None) -> int:
+    """Every record's figures (files, when already drawn) written into figures/, replacing what was there; the number
+    of files."""
+    files = drawn(results_dir) if files is None else files
     folder = results_dir / FIGURES_DIR
     shutil.rmtree(folder, ignore_errors=True)
-    files = drawn(results_dir)
     for name, text in files.items():
         (folder / name).parent.mkdir(parents=True, exist_ok=True)
         (folder / name).write_text(text + "\n", encoding="utf-8")

@@ -85,9 +85,10 @@ def main(argv: Iterable[str] | None = None) -> int:
             stale.append(page.relative_to(ROOT))
             if not args.check:
                 page.write_text(fresh, encoding="utf-8")
-    stale += [f"figures/{name}" for name in committed.outdated()]
+    figures = committed.drawn()  # drawn once: compared, then written
+    stale += [f"figures/{name}" for name in committed.outdated(fresh=figures)]
     if not args.check:
-        committed.write()
+        committed.write(files=figures)
     verb = "differ from the records" if args.check else "rendered again"
     print(f"{len(stale)} page(s) and figure(s) {verb}" + "".join(f"\n  {p}" for p in stale))
     return 1 if args.check and stale else 0
