@@ -148,6 +148,33 @@ def test_no_function_in_the_web_room_is_over_80_lines():
     assert lengths and {k: v for k, v in lengths.items() if v > MAX_WEB_FUNCTION_LINES} == {}
 
 
+MAX_COMMAND_LINES = 15
+
+
+def command_lengths(modules) -> dict[str, int]:
+    """Each command function's (cmd_*) body lines, its docstring left out."""
+    lengths = {}
+    for p in modules:
+        for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("cmd_"):
+                body = node.body[1:] if ast.get_docstring(node) else node.body
+                lengths[f"{'/'.join(p.parts[-3:])}:{node.name}"] = node.end_lineno - body[0].lineno + 1
+    return lengths
+
+
+def test_every_command_function_is_at_most_15_lines():
+    """A command parses nothing and computes nothing itself: it checks, loads, runs and prints through named helpers."""
+    lengths = command_lengths([p for p in MODULES if p.parent.name == "cli"])
+    assert len(lengths) > 20 and {k: v for k, v in lengths.items() if v > MAX_COMMAND_LINES} == {}
+
+
+def test_the_command_length_check_would_catch_a_long_command(tmp_path):
+    long = tmp_path / "cli" / "long.py"
+    long.parent.mkdir()
+    long.write_text('def cmd_long(args):\n    """Doc."""\n' + "    x = 1\n" * 16 + "    return x\n")
+    assert list(command_lengths([long]).values()) == [17]
+
+
 def test_the_service_is_under_200_lines():
     """The service plans runs; loading, When-to-retrieve planning and the readers' details live in their rooms."""
     assert len((PACKAGE / "service.py").read_text(encoding="utf-8").splitlines()) < 200

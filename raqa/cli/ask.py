@@ -10,7 +10,7 @@ loading).
 from __future__ import annotations
 
 import argparse
-from dataclasses import fields
+from dataclasses import fields, replace
 from pathlib import Path
 
 from raqa.cli.options import app_config
@@ -59,42 +59,48 @@ def service_with_reader(config, reader: str | None):
     return Service.load(config, progress=say, load_model=not on_server)
 
 
+def checked_form(args: argparse.Namespace) -> tuple[RunForm, object]:
+    """The run's form and configuration, checked before anything loads; ValueError names what is wrong."""
+    clean_question(args.question)
+    form = run_form(args)
+    validate_settings(form)
+    config = app_config(args)
+    check_endpoint(args.reader, config)
+    return form, config
+
+
 def cmd_ask(args: argparse.Namespace) -> int:
-    try:  # everything that can be checked without loading
-        clean_question(args.question)
-        form = run_form(args)
-        validate_settings(form)
-        config = app_config(args)
-        check_endpoint(args.reader, config)
-    except ValueError as e:
-        return error(e)
     try:
+        form, config = checked_form(args)
         service = service_with_reader(config, args.reader)
         plan = service.plan(args.question, form)
     except LOAD_ERRORS as e:
         return error(e)
-    show = print_json if args.json else print_human
     events = service.events(plan)
     if args.why:
         events = with_attributions(events, plan.question, plan.backend, plan.settings)
+    show = print_json if args.json else print_human
     for event in events:
         show(event)
     return 0
 
 
-def cmd_route(args: argparse.Namespace) -> int:
-    from dataclasses import replace
+def route_service(args: argparse.Namespace, folder: Path) -> Service:
+    """The service with the Adapt-LLM adapters from `folder`. The adapters were trained on the embedded model, so
+    RAQA_MODEL / RAQA_ADAPTER do not apply here."""
+    service = Service.load(replace(app_config(args), model=None, adapter=None), progress=say)
+    if folder.resolve() != ADAPT_DIR.resolve() or not service.has_adapt_model():
+        base = service.backend if isinstance(service.backend, TransformersBackend) else None
+        service.adapt = Lazy(value=adapt_model.load_adapt_model(service.config.cache_dir, folder, say, base=base))
+    return service
 
+
+def cmd_route(args: argparse.Namespace) -> int:
     folder = Path(args.adapters)
     try:
         question = clean_question(args.question)
         adapter_dirs(folder)  # names what is missing, before anything loads
-        # the adapters were trained on the embedded model: RAQA_MODEL / RAQA_ADAPTER do not apply here
-        config = replace(app_config(args), model=None, adapter=None)
-        service = Service.load(config, progress=say)
-        if folder.resolve() != ADAPT_DIR.resolve() or not service.has_adapt_model():
-            base = service.backend if isinstance(service.backend, TransformersBackend) else None
-            service.adapt = Lazy(value=adapt_model.load_adapt_model(service.config.cache_dir, folder, say, base=base))
+        service = route_service(args, folder)
         for policy in args.policies:
             for event in route(service, question, policy):
                 print_json(event)
@@ -103,31 +109,38 @@ def cmd_route(args: argparse.Namespace) -> int:
     return 0
 
 
+def record_command(question: str, form: RunForm, why: bool, out: str) -> str:
+    """The `python -m raqa record` command that makes this recording again (the recording keeps it)."""
+    return (
+        f'python -m raqa record "{question}" --window {form.window} --k {form.k} --order {form.order}'
+        + (" --grounded-only" if form.grounded_only else "")
+        + (f" --retrieval {form.retrieval}" if form.retrieval != RunSettings.retrieval else "")
+        + (f" --reader {form.reader}" if form.reader else "")
+        + (" --why" if why else "")
+        + f" --out {out}"
+    )
+
+
+def recorded_runs(args: argparse.Namespace) -> list[tuple[str, RunForm, bool]]:
+    """(question, form, why) of each run `record` makes: the lessons' steps, or the questions (the page's examples by
+    default) with the options' form."""
+    if args.lessons:
+        return [(step.question, step.form, step.why or args.why) for step in load_lessons()]
+    return [(question, run_form(args), args.why) for question in args.questions or load_examples()]
+
+
 def cmd_record(args: argparse.Namespace) -> int:
     """Run each question with the page's form on the real model and write its events as a recording."""
     try:
         service = service_with_reader(app_config(args), args.reader)
     except (CorpusError, ModelError, SettingsError) as e:
         return error(str(e))
-    form = run_form(args)
-    if args.lessons:
-        runs = [(step.question, step.form, step.why or args.why) for step in load_lessons()]
-    else:
-        runs = [(question, form, args.why) for question in args.questions or load_examples()]
-    for question, form, why in runs:
-        command = (
-            f'python -m raqa record "{question}" --window {form.window} --k {form.k} --order {form.order}'
-            + (" --grounded-only" if form.grounded_only else "")
-            + (f" --retrieval {form.retrieval}" if form.retrieval != RunSettings.retrieval else "")
-            + (f" --reader {form.reader}" if form.reader else "")
-            + (" --why" if why else "")
-            + f" --out {args.out}"
-        )
+    for question, form, why in recorded_runs(args):
         try:
-            recording = record_run(service, question, form, command, why)
+            recording = record_run(service, question, form, record_command(question, form, why, args.out), why)
         except SettingsError as e:
             return error(str(e))
-        final = recording.timed_events[-1][1]
         path = write_recording(recording, Path(args.out))
-        say(f"{path}: {final.get('type')} {final.get('answer')!r} in {recording.timed_events[-1][0]:.1f} s")
+        seconds, final = recording.timed_events[-1]
+        say(f"{path}: {final.get('type')} {final.get('answer')!r} in {seconds:.1f} s")
     return 0

@@ -43,11 +43,7 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
     try:
         clean_question(args.question)
         check_policy(args.policy, args.threshold)
-        config = app_config(args)
-    except ValueError as e:
-        return error(e)
-    try:
-        service = Service.load(config, progress=say)
+        service = Service.load(app_config(args), progress=say)
         form = RunForm(order=args.order, window=args.window, k=args.k, reader=args.reader)
         events = pipeline(service, args.question, args.policy, args.threshold, form)
     except (CorpusError, ModelError, SettingsError, ValueError) as e:
@@ -58,34 +54,48 @@ def cmd_pipeline(args: argparse.Namespace) -> int:
     return 0
 
 
+def recording_threshold(args: argparse.Namespace) -> float | None:
+    """The policy's threshold for a recording: none for never/always, else the one given, else the one the committed
+    pipeline experiment chose on dev questions."""
+    if args.policy in ("never", "always"):
+        return None
+    if args.threshold is not None:
+        return args.threshold
+    pipeline_records = [r for r in records.load_results().values() if r.get("experiment") == "pipeline"]
+    return tuned_thresholds(pipeline_records[0] if pipeline_records else None).get(args.policy)
+
+
+def record_pipeline_command(question: str, args: argparse.Namespace, threshold: float | None) -> str:
+    """The `python -m raqa record-pipeline` command that makes this recording again (the recording keeps it)."""
+    return (
+        f'python -m raqa record-pipeline "{question}" --policy {args.policy}'
+        + ("" if args.policy in ("never", "always") else f" --threshold {threshold}")
+        + (f" --reader {args.reader}" if args.reader else "")
+        + f" --out {args.out}"
+    )
+
+
+def service_with_adapters(args: argparse.Namespace) -> Service:
+    service = Service.load(app_config(args), progress=say)
+    if not service.has_adapt_model():
+        raise ModelError("record-pipeline needs the Adapt-LLM adapters (assets/adapt) on the embedded model.")
+    return service
+
+
 def cmd_record_pipeline(args: argparse.Namespace) -> int:
     """Run each question through the pipeline with the tab's choices on the real models; write each recording."""
-
-    fixed = args.policy in ("never", "always")
-    pipeline_records = [r for r in records.load_results().values() if r.get("experiment") == "pipeline"]
-    threshold = None if fixed else args.threshold
-    if threshold is None and not fixed:
-        threshold = tuned_thresholds(pipeline_records[0] if pipeline_records else None).get(args.policy)
     try:
-        check_policy(args.policy, threshold)
-        service = Service.load(app_config(args), progress=say)
-        if not service.has_adapt_model():
-            raise ModelError("record-pipeline needs the Adapt-LLM adapters (assets/adapt) on the embedded model.")
+        check_policy(args.policy, threshold := recording_threshold(args))
+        service = service_with_adapters(args)
     except (ValueError, CorpusError, ModelError) as e:
         return error(e)
     choice = PolicyChoice(args.policy, threshold, args.reader)
     for question in args.questions or [*MEMORY_QUESTIONS[:1], *load_examples()]:
-        command = (
-            f'python -m raqa record-pipeline "{question}" --policy {args.policy}'
-            + ("" if fixed else f" --threshold {threshold}")
-            + (f" --reader {args.reader}" if args.reader else "")
-            + f" --out {args.out}"
-        )
         try:
-            recording = record_pipeline(service, question, choice, command)
+            recording = record_pipeline(service, question, choice, record_pipeline_command(question, args, threshold))
         except (SettingsError, ModelError) as e:
             return error(e)
-        ended = recording.timed_events[-1][1]
         path = write_pipeline_recording(recording, Path(args.out))
-        say(f"{path}: {ended.get('answer')!r} from {ended.get('source')} in {recording.timed_events[-1][0]:.1f} s")
+        seconds, ended = recording.timed_events[-1]
+        say(f"{path}: {ended.get('answer')!r} from {ended.get('source')} in {seconds:.1f} s")
     return 0
