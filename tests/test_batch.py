@@ -21,7 +21,8 @@ from fault_server import FaultServer, Reply, streamed
 from scripted import ScriptedBackend
 
 from lab.cli import main
-from lab.evaluation.batch import BatchError, read_finished, run_batch
+from lab.evaluation.batch import result_id, run_batch
+from lab.evaluation.rows_file import RowsFile, RowsFileError
 from raqa.config import AppConfig
 from raqa.evaluation import questions
 from raqa.evaluation.questions import QAItem
@@ -98,7 +99,7 @@ def test_a_batch_killed_part_way_resumes_without_recomputing_or_repeating(tmp_pa
         time.sleep(0.01)
     os.kill(process.pid, signal.SIGKILL)
     process.wait(timeout=10)
-    survived, _ = read_finished(out)
+    survived = set(RowsFile(out, None, result_id).rows)
     assert 12 <= len(survived) < 40, "killed part-way"
     computed: list[str] = []
     summary = run_batch(items(40), lambda item: (computed.append(item.id), square(item))[1], out, concurrency=4)
@@ -131,7 +132,7 @@ def test_a_garbled_line_before_the_last_stops_the_batch_and_leaves_the_file(tmp_
     out = tmp_path / "out.jsonl"
     text = '{"id": "q0", "value": 0}\nnot json\n{"id": "q2", "value": 4}\n'
     out.write_text(text)
-    with pytest.raises(BatchError, match="out.jsonl, line 2: not a JSON object"):
+    with pytest.raises(RowsFileError, match="out.jsonl, line 2: not a JSON object"):
         run_batch(items(3), square, out)
     assert out.read_text() == text
 
@@ -140,7 +141,7 @@ def test_a_file_another_batch_is_writing_is_refused(tmp_path):
     out = tmp_path / "out.jsonl"
     with open(out, "ab") as held:
         fcntl.flock(held.fileno(), fcntl.LOCK_EX)
-        with pytest.raises(BatchError, match="another batch is writing"):
+        with pytest.raises(RowsFileError, match="another run is writing"):
             run_batch(items(2), square, out)
     assert out.read_text() == ""
 
