@@ -9,7 +9,7 @@ import pytest
 from test_pipeline import service  # noqa: F401 - the scripted service, shared
 
 from raqa.__main__ import main
-from raqa.reading.events import to_json
+from raqa.reading.events import from_json, to_json
 from raqa.retrieval.corpus import page_lookup
 from raqa.web.pipeline_recordings import (
     PolicyChoice,
@@ -21,7 +21,7 @@ from raqa.web.pipeline_recordings import (
 from raqa.web.recordings import read_recording
 from raqa.web.render_when_to_retrieve import PipelineView
 from raqa.web.when_to_retrieve_tab import NO_RECORDING, replay_pipeline
-from raqa.when_to_retrieve.pipeline import event_from_json
+from raqa.when_to_retrieve.pipeline import PIPELINE_EVENT_CLASSES
 from raqa.when_to_retrieve.planning import pipeline
 
 EVEREST = "Who first climbed Mount Everest with Tenzing Norgay?"
@@ -40,7 +40,7 @@ def test_a_recording_reads_back_as_the_events_the_pipeline_yielded(service, tmp_
     assert path.name == "who-first-climbed-mount-everest-with-tenzing-norgay--adapt-0.500-base.jsonl"
     again = read_pipeline_recording(path)
     page_of = page_lookup(service.pages)
-    events = [event_from_json(e, page_of) for _, e in again.timed_events]
+    events = [from_json(e, page_of, PIPELINE_EVENT_CLASSES) for _, e in again.timed_events]
     assert [to_json(e) for e in events] == [e for _, e in recording.timed_events]
     assert events[-1].answer == "Edmund Hillary" and events[-1].source == "pages"
     with pytest.raises(ValueError, match="not a raqa recording"):

@@ -17,7 +17,7 @@ dicts, and each retrieved page (a Hit) reduced to {"rank", "score", "page_id", "
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, fields, is_dataclass
 from typing import Literal, Union
 
@@ -203,15 +203,19 @@ EVENT_CLASSES = {cls.type_name(): cls for cls in RunEvent.__args__}
 _NESTED = {"settings": RunSettings, "reply": ParsedReply, "grounding": Grounding}
 
 
-def from_json(data: dict, page_of: Callable[[str], Page | None]) -> RunEvent:
-    """The event to_json made `data` from (a recorded run read back). Pages are looked up by id with page_of; a page
-    the corpus no longer has comes back with its title and no text. ValueError on a dict that is no run event.
+def from_json(
+    data: dict, page_of: Callable[[str], Page | None], classes: Mapping[str, type[Event]] = EVENT_CLASSES
+) -> Event:
+    """The event to_json made `data` from (a recorded run read back), of one of `classes` by its type name (a run's
+    events by default; the When-to-retrieve stream passes its own and the run's). Pages are looked up by id with
+    page_of; a page the corpus no longer has comes back with its title and no text. A list the fields above do not
+    name comes back as a tuple of tuples (ClosedBookAnswered's signals). ValueError on a dict that is none of them.
 
     Example:
         >>> from_json({"type": "notice", "message": "hi"}, lambda page_id: None)
         Notice(message='hi')
     """
-    cls = EVENT_CLASSES.get(data.get("type")) if isinstance(data, dict) else None
+    cls = classes.get(data.get("type")) if isinstance(data, dict) else None
     if cls is None:
         raise ValueError(f"Not a run event: {str(data)[:80]!r}.")
 
@@ -233,6 +237,8 @@ def from_json(data: dict, page_of: Callable[[str], Page | None]) -> RunEvent:
                 value = RunSettings(**{"retrieval": "bm25", **value})
             elif f.name in _NESTED and value is not None:
                 value = _NESTED[f.name](**value)
+            elif isinstance(value, list):
+                value = tuple(tuple(item) if isinstance(item, list) else item for item in value)
             values[f.name] = value
         return cls(**values)
     except (KeyError, TypeError) as e:

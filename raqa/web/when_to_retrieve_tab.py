@@ -19,6 +19,7 @@ import gradio as gr
 from raqa.config import RunForm, SettingsError, clean_question
 from raqa.evaluation.records import RESULTS_DIR, load_results
 from raqa.models.base import ModelError
+from raqa.reading.events import from_json
 from raqa.reading.readers import MODEL_JUDGE_READER
 from raqa.retrieval.corpus import page_lookup
 from raqa.service import Service
@@ -38,7 +39,7 @@ from raqa.web.render_when_to_retrieve import (
     ret_signal_summary,
 )
 from raqa.web.visitors import VisitorGate, limit_runs
-from raqa.when_to_retrieve.pipeline import DEFAULT_RET_THRESHOLD, PIPELINE_TITLES, event_from_json
+from raqa.when_to_retrieve.pipeline import DEFAULT_RET_THRESHOLD, PIPELINE_EVENT_CLASSES, PIPELINE_TITLES
 from raqa.when_to_retrieve.planning import NO_ADAPT_MODEL, pipeline
 from raqa.when_to_retrieve.tuned import MEMORY_QUESTIONS, PAGE_POLICIES, tuned_thresholds
 
@@ -101,7 +102,7 @@ def replay_pipeline(service: Service, recordings, page_of, question, policy, thr
     for t, data in found.timed_events:
         pause(min(max(t - previous, 0.0), longest))
         previous = t
-        view.add(event_from_json(data, page_of))
+        view.add(from_json(data, page_of, PIPELINE_EVENT_CLASSES))
         yield banner + view.html()
 
 

@@ -12,7 +12,7 @@ per uncertainty signal (retrieve when the confidence is below the threshold). Th
 (policies.py) answer with its adapters and read BM25's top page. After retrieval only a page's answer counts: a run
 that ends without one ends in "I don't know", never in the memory answer the policy chose not to trust. The page,
 the CLI (`pipeline`, `route`) and both evaluations (`experiment pipeline`, `experiment when_to_retrieve`) read this
-stream, and reading.events.to_json serialises it. Left out here: loading the model (model.py), the reading engine
+stream, reading.events.to_json serialises it and from_json (with PIPELINE_EVENT_CLASSES) reads it back. Left out here: loading the model (model.py), the reading engine
 (reading/engine.py) and choosing thresholds (evaluation/when_to_retrieve_scores.py).
 """
 
@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Literal, Union
 
-from raqa.reading.events import Event, Final, RunEvent, RunFailed, from_json
+from raqa.reading.events import EVENT_CLASSES, Event, Final, RunEvent, RunFailed
 from raqa.when_to_retrieve.uncertainty import SIGNAL_TITLES, SIGNALS
 
 PIPELINE_POLICIES = ("never", "always", "adapt", *[s for s in SIGNALS if s != "not_ret"])
@@ -70,27 +70,8 @@ PipelineEvent = Union[ClosedBookAnswered, RetrievalDecided, PipelineEnded, RunEv
 Decide = Callable[[str, Mapping[str, float]], RetrievalDecided]  # (closed-book answer, signals) -> the decision
 
 STEP_CLASSES = {cls.type_name(): cls for cls in (ClosedBookAnswered, RetrievalDecided, PipelineEnded)}
-
-
-def event_from_json(data: dict, page_of) -> PipelineEvent:
-    """The pipeline event to_json made `data` from (a recorded pipeline read back); a run's events are read by
-    reading.events.from_json. ValueError on a dict that is neither.
-
-    Example:
-        >>> event_from_json({"type": "closed_book_answered", "question": "Q?", "answer": "A",
-        ...                  "signals": [["p_true", 0.5]], "seconds": 1.0}, lambda page_id: None).signals
-        (('p_true', 0.5),)
-    """
-    cls = STEP_CLASSES.get(data.get("type")) if isinstance(data, dict) else None
-    if cls is None:
-        return from_json(data, page_of)
-    try:
-        values = {k: v for k, v in data.items() if k != "type"}
-        if cls is ClosedBookAnswered:
-            values["signals"] = tuple((str(name), float(value)) for name, value in values["signals"])
-        return cls(**values)
-    except (KeyError, TypeError, ValueError) as e:
-        raise ValueError(f"A {data['type']} event with missing or unexpected fields: {e}.") from e
+# what a recorded pipeline holds, for reading.events.from_json
+PIPELINE_EVENT_CLASSES = {**EVENT_CLASSES, **STEP_CLASSES}
 
 
 def check_policy(policy: str, threshold: float | None) -> None:
