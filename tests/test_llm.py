@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import os
 import re
 import threading
 import time
@@ -13,7 +12,7 @@ from pathlib import Path
 import pytest
 from scripted import ScriptedBackend
 
-from raqa.config import RunSettings
+from raqa.config import RunSettings, default_cache_dir
 from raqa.models.base import Backend, Choice, ModelError, Usage, pick_choice
 from raqa.models.local import (
     TransformersBackend,
@@ -242,9 +241,11 @@ def test_loading_an_adapter_prints_no_gradient_checkpointing_warning(tmp_path: P
 
 
 @pytest.fixture(scope="session")
-def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """RAQA_CACHE when set (CI keeps it warm), else a fresh folder so the first load dequantises."""
-    return Path(os.environ["RAQA_CACHE"]) if os.environ.get("RAQA_CACHE") else tmp_path_factory.mktemp("models")
+def model_cache() -> Path:
+    """The cache the other real-model tests share (RAQA_CACHE, else ~/.cache/raqa): on a fresh machine the first of them
+    dequantises into it, and dequantising again into a folder of this test's own cost CI about 45 s. A fresh cache
+    is the Space rehearsal's (test_space_rehearsal.py)."""
+    return default_cache_dir()
 
 
 @pytest.fixture(scope="session")

