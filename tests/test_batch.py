@@ -228,6 +228,14 @@ def test_the_batch_command_writes_one_scored_line_per_question_and_resumes(tmp_p
     assert "(3 from before, 0 now, 0 failed)" in capsys.readouterr().out
 
 
+def test_the_batch_command_says_in_one_line_that_another_run_holds_its_file(tmp_path, scripted_service, capsys):
+    out = tmp_path / "runs.jsonl"
+    with open(out, "ab") as held:
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX)
+        assert main(["batch", "--dataset", "nq", "--limit", "3", "--out", str(out)]) == 2
+    assert "another run is writing to this file" in capsys.readouterr().err and out.read_text() == ""
+
+
 @pytest.mark.parametrize(
     "options, message",
     [

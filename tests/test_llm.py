@@ -272,7 +272,7 @@ def test_gguf_load_caches_the_dequantised_model(first_load, model_cache: Path, w
     import torch
 
     backend, _, _ = first_load
-    cached = list((model_cache / "models").glob("*/model.safetensors"))
+    cached = list((model_cache / "models").glob(f"{embedded_model_path().stem}-*/model.safetensors"))
     assert len(cached) == 1 and (cached[0].parent / "config.json").is_file()
 
     messages: list[str] = []

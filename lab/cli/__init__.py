@@ -7,8 +7,15 @@ train judge, judge-gate and support; ops.py: the bench names and deploy-space; b
 from __future__ import annotations
 
 from lab.cli.parser import build_parser
+from lab.evaluation.rows_file import RowsFileError
+from raqa.cli.output import error
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run the verb; a rows file that cannot be resumed or written (another run holds it, a line before the last is
+    unreadable) is said in one line, exit status 2, for every verb that keeps one."""
     args = build_parser().parse_args(argv)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except RowsFileError as e:
+        return error(e)

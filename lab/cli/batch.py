@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 
 from lab.evaluation.batch import question_work, run_batch, summarise
-from lab.evaluation.rows_file import RowsFileError
 from raqa.cli.ask import LOAD_ERRORS, check_endpoint, run_form, service_with_reader
 from raqa.cli.options import app_config
 from raqa.cli.output import error, progress_line, say
@@ -39,10 +38,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
     except (QuestionsError, *LOAD_ERRORS) as e:
         return error(e)
     work = question_work(lambda question: service.plan(question, form), service.events)  # as ask and the page plan
-    try:
-        result = run_batch(items, work, args.out, concurrency, progress_line("questions done"))
-    except RowsFileError as e:
-        return error(e)
+    result = run_batch(items, work, args.out, concurrency, progress_line("questions done"))  # RowsFileError: main
     _report(args.out, items, result)
     return 1 if result.errors else 0
 

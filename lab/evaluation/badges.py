@@ -169,8 +169,8 @@ def run_rows(
         }
         return question_row(item, dataset, index, SharedReplies(backend), judges, base, positives)
 
-    rows = RowsFile(rows_path, None, lambda row: row["id"])  # the file is named after its settings
-    return resumed(items, rows, lambda work: work[1].id, make, progress)
+    with RowsFile(rows_path, None, lambda row: row["id"]) as rows:  # the file is named after its settings
+        return resumed(items, rows, lambda work: work[1].id, make, progress)
 
 
 def _share(flags: Sequence[bool]) -> dict:

@@ -46,12 +46,14 @@ def rows_file(path: Path, settings_key: str) -> RowsFile:
 @contextmanager
 def journaled(rows: RowsFile | None, page_of: Callable[[str], Page | None]) -> Iterator[RowsFile | None]:
     """Within the block, `remembered` calls read and add rows of this file (None: no journal, every call is made);
-    page_of rebuilds the events' pages."""
+    page_of rebuilds the events' pages. The file is closed (its lock released) when the block ends."""
     token = _journal.set(_Journal(rows, page_of) if rows is not None else None)
     try:
         yield rows
     finally:
         _journal.reset(token)
+        if rows is not None:
+            rows.close()
 
 
 def call_key(kind: str, question: str, pages: Sequence[str], settings: RunSettings, backend, judge) -> str:

@@ -56,7 +56,10 @@ class RowsFile:
             fcntl.flock(out.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             out.close()
-            raise RowsFileError(f"{self.path}: another run is writing to this file.") from None
+            raise RowsFileError(
+                f"{self.path}: another run is writing to this file (a run of other settings too); wait for it to end, "
+                "or give this run a file of its own."
+            ) from None
         try:
             self._keep = self._read()
         except RowsFileError:
@@ -129,7 +132,7 @@ class RowsFile:
                     break
                 raise RowsFileError(
                     f"{self.path}, line {number}: not a JSON object with the fields of a row; only the last line may "
-                    "be cut short by a stop."
+                    "be cut short by a stop. Remove that line (its row is made again) to resume."
                 )
             rows += [row] if row is not None else []
             keep += len(line) + 1

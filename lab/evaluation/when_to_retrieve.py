@@ -143,8 +143,8 @@ def make_rows(
 ) -> list[dict]:
     """Every row of the work list (dataset, split, item), from the file where it is there, else made (up to
     fan_out.calls_at_once at a time) and appended as soon as it is made; the rows in the work list's order."""
-    rows = RowsFile(path, settings_key, lambda row: (row["dataset"], row["split"], row["id"]))
-    return resumed(work, rows, lambda w: (w[0], w[1], w[2].id), lambda w: make(*w), progress)
+    with RowsFile(path, settings_key, lambda row: (row["dataset"], row["split"], row["id"])) as rows:
+        return resumed(work, rows, lambda w: (w[0], w[1], w[2].id), lambda w: make(*w), progress)
 
 
 def interleave(sets: dict[str, Sequence[QAItem]], split: str) -> list[tuple[str, str, QAItem]]:
