@@ -132,3 +132,19 @@ def test_every_example_of_the_tab_replays_with_the_tabs_own_choices():
         assert found.timed_events[-1][1]["type"] == "pipeline_ended" and found.header["command"].startswith(
             "python -m raqa record-pipeline"
         )
+
+
+def test_a_recorded_step_missing_a_field_is_refused_in_one_line():
+    with pytest.raises(ValueError, match="A retrieval_decided event with missing or unexpected fields: 'reason'"):
+        from_json(
+            {
+                "type": "retrieval_decided",
+                "policy": "never",
+                "retrieve": True,
+                "signal": None,
+                "confidence": None,
+                "threshold": None,
+            },
+            lambda page_id: None,
+            PIPELINE_EVENT_CLASSES,
+        )

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import asdict, dataclass, fields, is_dataclass
+from dataclasses import MISSING, asdict, dataclass, fields, is_dataclass
 from typing import Literal, Union
 
 from raqa.config import RunSettings
@@ -226,6 +226,8 @@ def from_json(
     values = {}
     try:
         for f in fields(cls):
+            if f.name not in data and f.default is MISSING and f.default_factory is MISSING:
+                raise KeyError(f.name)  # a field with a default may be missing: a recording older than the field
             value = data.get(f.name)
             if f.name == "hits":
                 value = tuple(hit(item) for item in value)
