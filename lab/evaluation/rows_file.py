@@ -134,7 +134,8 @@ class RowsFile:
                     f"{self.path}, line {number}: not a JSON object with the fields of a row; only the last line may "
                     "be cut short by a stop. Remove that line (its row is made again) to resume."
                 )
-            rows += [row] if row is not None else []
+            if row is not None:
+                rows.append(row)
             keep += len(line) + 1
         if tail and (row := self._row(tail)) is not None:  # a whole row that lacks only its newline
             rows.append(row)

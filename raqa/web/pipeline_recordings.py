@@ -9,7 +9,8 @@ pipeline's choices instead of the Ask tab's form:
 
 `record_pipeline` runs planning.pipeline (the stream the tab, the CLI and experiment pipeline read) and keeps each event
 with its time; `find_pipeline` matches a question and the tab's choices to a recording. Left out here: replaying
-(web/when_to_retrieve_tab.py) and reading events back (reading.events.from_json with when_to_retrieve.pipeline.PIPELINE_EVENT_CLASSES).
+(web/when_to_retrieve_tab.py) and reading events back (reading.events.from_json with
+when_to_retrieve.pipeline.PIPELINE_EVENT_CLASSES).
 """
 
 from __future__ import annotations

@@ -12,8 +12,9 @@ per uncertainty signal (retrieve when the confidence is below the threshold). Th
 (policies.py) answer with its adapters and read BM25's top page. After retrieval only a page's answer counts: a run
 that ends without one ends in "I don't know", never in the memory answer the policy chose not to trust. The page,
 the CLI (`pipeline`, `route`) and both evaluations (`experiment pipeline`, `experiment when_to_retrieve`) read this
-stream, reading.events.to_json serialises it and from_json (with PIPELINE_EVENT_CLASSES) reads it back. Left out here: loading the model (model.py), the reading engine
-(reading/engine.py) and choosing thresholds (evaluation/when_to_retrieve_scores.py).
+stream, reading.events.to_json serialises it and from_json (with PIPELINE_EVENT_CLASSES) reads it back. Left out
+here: loading the model (model.py), the reading engine (reading/engine.py) and choosing thresholds
+(evaluation/when_to_retrieve_scores.py).
 """
 
 from __future__ import annotations
@@ -69,9 +70,11 @@ class PipelineEnded(Event):
 PipelineEvent = Union[ClosedBookAnswered, RetrievalDecided, PipelineEnded, RunEvent]
 Decide = Callable[[str, Mapping[str, float]], RetrievalDecided]  # (closed-book answer, signals) -> the decision
 
-STEP_CLASSES = {cls.type_name(): cls for cls in (ClosedBookAnswered, RetrievalDecided, PipelineEnded)}
-# what a recorded pipeline holds, for reading.events.from_json
-PIPELINE_EVENT_CLASSES = {**EVENT_CLASSES, **STEP_CLASSES}
+# what a recorded pipeline holds, for reading.events.from_json: a run's events and the pipeline's own steps
+PIPELINE_EVENT_CLASSES = {
+    **EVENT_CLASSES,
+    **{cls.type_name(): cls for cls in (ClosedBookAnswered, RetrievalDecided, PipelineEnded)},
+}
 
 
 def check_policy(policy: str, threshold: float | None) -> None:
