@@ -11,7 +11,7 @@ from lab.training.when_to_retrieve_data import (
     choose_context,
     data_summary,
     examples,
-    label,
+    label_questions,
     read_labelled,
 )
 from raqa.evaluation.questions import QAItem
@@ -33,7 +33,7 @@ def _labelled(tiny_index, replies: dict[str, str]) -> list[Labelled]:
         question = messages[-1]["content"].split("Q: ", 1)[1]
         return replies[question]
 
-    return list(label(ITEMS, generate, tiny_index, _words))
+    return list(label_questions(ITEMS, generate, tiny_index, _words))
 
 
 def test_known_means_a_gold_answer_is_contained_in_the_reply(tiny_index):

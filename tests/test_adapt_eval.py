@@ -10,7 +10,7 @@ import pytest
 from adapt_fakes import FakeAdaptModel, knows_paris
 
 from lab.evaluation.policy_scores import summarise_policies as summarise
-from lab.evaluation.when_to_retrieve import evaluate, evaluate_question, popularity_rows
+from lab.evaluation.when_to_retrieve import evaluate_policies, evaluate_question, popularity_rows
 from raqa.evaluation.questions import QAItem
 from raqa.when_to_retrieve.prompts import RET
 
@@ -51,7 +51,7 @@ def test_a_direct_answer_is_also_tried_with_the_page_for_table_3(tiny_index):
 
 
 def test_summary_accuracies_ret_rate_and_table_3(tiny_index):
-    rows = evaluate([PARIS, EVEREST, DANUBE], FakeAdaptModel(knows_paris), _search(tiny_index))
+    rows = evaluate_policies([PARIS, EVEREST, DANUBE], FakeAdaptModel(knows_paris), _search(tiny_index))
     s = summarise(rows)
     assert s["n"] == 3
     assert s["policies"]["never"]["accuracy"]["value"] == pytest.approx(1 / 3)
@@ -100,7 +100,7 @@ def test_popularity_baseline_is_tuned_on_one_half_and_scored_on_the_other(tiny_i
 def test_figures_show_each_policy_ret_rate_and_table_3(tiny_index):
     from lab.figures.when_to_retrieve import ADAPT_FIGURES as FIGURES
 
-    rows = evaluate([PARIS, EVEREST, DANUBE], FakeAdaptModel(knows_paris), _search(tiny_index))
+    rows = evaluate_policies([PARIS, EVEREST, DANUBE], FakeAdaptModel(knows_paris), _search(tiny_index))
     record = {"results": {"datasets": {"nq": summarise(rows), "triviaqa": summarise(rows[:2])}}}
     accuracy = FIGURES["accuracy"](record)
     names = {t.name for t in accuracy.data}

@@ -244,3 +244,53 @@ def test_no_modules_import_each_other():
 def test_the_circle_check_would_catch_a_circle():
     graph = {"raqa.a": {"raqa.b"}, "raqa.b": {"raqa.c"}, "raqa.c": {"raqa.a"}, "raqa.d": {"raqa.a"}}
     assert circles(graph) == [["raqa.a", "raqa.b", "raqa.c"]]
+
+
+# Names every package's entry points share by design: a module's `main` (its `python -m`) and each package's CLI parser.
+ENTRY_POINT_NAMES = {"main", "build_parser"}
+
+
+def _per_module_convention(node: ast.AST) -> bool:
+    """A module's own logger or a type variable: the same name in every module means the same thing."""
+    if not isinstance(node, ast.Assign) or not isinstance(node.value, ast.Call):
+        return False
+    called = ast.unparse(node.value.func)
+    return called in {"logging.getLogger", "TypeVar", "typing.TypeVar"}
+
+
+def public_names(path: Path) -> set[str]:
+    """The public names a module defines at its top level: functions, classes and assigned constants."""
+    names: set[str] = set()
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign) and not _per_module_convention(node):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+    return {n for n in names if not n.startswith("_") and n not in ENTRY_POINT_NAMES}
+
+
+def defined_twice(modules: list[Path], root: Path = ROOT) -> dict[str, list[str]]:
+    where_defined: dict[str, list[str]] = {}
+    for path in modules:
+        for name in public_names(path):
+            where_defined.setdefault(name, []).append(str(path.relative_to(root)))
+    return {name: paths for name, paths in sorted(where_defined.items()) if len(paths) > 1}
+
+
+def test_no_public_name_is_defined_in_two_modules():
+    """One meaning per public name across raqa/, lab/ and app.py: a constant is imported, not retyped, and two
+    functions that do different things have different names (`grep` finds the one meant)."""
+    assert defined_twice([*MODULES, ROOT / "app.py"]) == {}
+
+
+def test_the_name_check_would_catch_a_name_defined_twice(tmp_path):
+    for folder, text in (
+        ("a", "K = 15\nLOG = logging.getLogger(__name__)\n"),
+        ("b", "def K():\n    pass\nLOG = logging.getLogger(__name__)\n"),
+    ):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "m.py").write_text("import logging\n" + text)
+    modules = [tmp_path / "a" / "m.py", tmp_path / "b" / "m.py"]
+    assert defined_twice(modules, tmp_path) == {"K": ["a/m.py", "b/m.py"]}  # each module's own logger is no clash

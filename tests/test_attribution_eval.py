@@ -10,7 +10,12 @@ from pathlib import Path
 import pytest
 from scripted import ScriptedBackend
 
-from lab.evaluation.attribution_eval import collect, depends_on, markdown_table, summarise
+from lab.evaluation.attribution_eval import (
+    attribution_markdown,
+    collect_attributions,
+    depends_on,
+    summarise_attribution,
+)
 from lab.evaluation.positives import PositiveIndex
 from lab.figures.judge import attribution_figure
 from raqa.config import RunSettings
@@ -45,11 +50,13 @@ def test_only_answered_windows_become_rows_and_the_summary_counts_them(tiny_page
 
     backend = ScriptedBackend(reply, scorer=lambda m, a: math.log(0.9 if "Leonardo" in m[-1]["content"] else 0.01))
     items = [QAItem("q1", "Who painted the mona lisa portrait in the louvre chess?", ["Leonardo da Vinci"])]
-    rows, read = collect(items, tiny_index, backend, RunSettings(k=3), None, PositiveIndex(tiny_pages), 5, iter)
+    rows, read = collect_attributions(
+        items, tiny_index, backend, RunSettings(k=3), None, PositiveIndex(tiny_pages), 5, iter
+    )
     assert read == 1 and len(rows) == 1  # the answer-bearing window (the Mona Lisa page comes first): no free one
     row = rows[0]
     assert row["kind"] == "answer_bearing" and row["right"] and row["depends_on"] == "cited"
-    summary = summarise(rows)
+    summary = summarise_attribution(rows)
     assert summary["answered_windows"] == 1 and summary["all"]["depends_on_cited"]["value"] == 1.0
     assert summary["by_kind"]["answer_free"]["n"] == 0
 
@@ -57,12 +64,12 @@ def test_only_answered_windows_become_rows_and_the_summary_counts_them(tiny_page
 def test_the_committed_record_is_recomputed_from_its_rows_and_the_docs_show_it() -> None:
     record = json.loads(RECORD.read_text(encoding="utf-8"))
     results = record["results"]
-    again = summarise(results["rows"])
+    again = summarise_attribution(results["rows"])
     assert json.dumps(again, sort_keys=True) == json.dumps({k: results[k] for k in again}, sort_keys=True)
     assert results["answered_windows"] >= 200  # the n
     assert record["command"].startswith("python -m lab experiment attribution")
     reading = (ROOT / "docs" / "reading.md").read_text(encoding="utf-8")
-    assert markdown_table(results) in reading
+    assert attribution_markdown(results) in reading
 
 
 def test_the_figure_draws_every_group_and_the_three_aucs() -> None:

@@ -47,7 +47,7 @@ def test_every_window_figure_with_packed_weights_lies_in_fp32s_interval(records)
 
 
 def test_the_docs_table_is_rendered_from_the_records_and_the_bench_holds_all_three_paths() -> None:
-    from lab.ops.decode_report import load_records, markdown_table
+    from lab.ops.decode_report import decode_table, load_records
 
     records = load_records()
     speed = records["bench"]["speed"]
@@ -56,4 +56,4 @@ def test_the_docs_table_is_rendered_from_the_records_and_the_bench_holds_all_thr
         assert speed[path]["prompt_tokens"] == speed["fp32"]["prompt_tokens"]  # the same prompt for all three
     assert {"off", "on_fp32_weights", "on"} <= set(records["load"]["results"])
     speed = (FOLDER.parents[2] / "docs" / "speed.md").read_text(encoding="utf-8")
-    assert markdown_table(records) in speed
+    assert decode_table(records) in speed

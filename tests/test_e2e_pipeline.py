@@ -11,7 +11,7 @@ from browser import page_css
 from test_e2e import _fruit_pages, backend  # noqa: F401 - the fixture, shared
 from test_pipeline_eval import _rows
 
-from lab.evaluation.when_to_retrieve_scores import summarise
+from lab.evaluation.when_to_retrieve_scores import summarise_scores
 from lab.figures import committed
 from lab.ops.reliability import serve
 from lab.records import write_record
@@ -37,7 +37,7 @@ def server(tmp_path_factory, backend):  # noqa: F811
 
     results = tmp_path_factory.mktemp("results")
     rows = _rows()
-    record = {**summarise([dict(r, split="dev") for r in rows], rows), "examples": EXAMPLES}
+    record = {**summarise_scores([dict(r, split="dev") for r in rows], rows), "examples": EXAMPLES}
     write_record("pipeline", "nq", record, {"command": "python -m lab experiment pipeline (synthetic rows)"}, results)
     committed.write(results)  # the record's figures, as the lab draws committed ones
     pages = _fruit_pages()

@@ -9,7 +9,7 @@ from lab.ops import omp_threads, slot_throughput, torch_pools
 
 
 def test_the_omp_probe_measures_each_case_and_writes_its_record(tmp_path, monkeypatch):
-    monkeypatch.setattr(omp_threads, "CASES", ("main", "worker_only"))  # two fresh processes keep it quick
+    monkeypatch.setattr(omp_threads, "OMP_CASES", ("main", "worker_only"))  # two fresh processes keep it quick
     out = tmp_path / "omp.json"
     assert omp_threads.main(["--out", str(out)]) == 0
     record = json.loads(out.read_text())
@@ -35,7 +35,7 @@ def test_the_torch_pools_probe_turns_the_torch_thread_off_by_running_calls_where
 
 @pytest.mark.parametrize("argv", [["--slots", "0,2"], ["--slots", ","], ["--questions", "0"]])
 def test_the_slot_comparison_refuses_bad_options_before_loading_anything(argv, monkeypatch):
-    monkeypatch.setattr(slot_throughput, "measure", lambda *a: pytest.fail("measured despite bad options"))
+    monkeypatch.setattr(slot_throughput, "measure_slots", lambda *a: pytest.fail("measured despite bad options"))
     with pytest.raises(SystemExit) as stopped:
         slot_throughput.main(argv)
     assert stopped.value.code == 2

@@ -7,7 +7,7 @@ import json
 
 from test_pipeline_eval import _rows
 
-from lab.evaluation.when_to_retrieve_scores import summarise
+from lab.evaluation.when_to_retrieve_scores import summarise_scores
 from lab.figures import committed
 from lab.figures.when_to_retrieve import PIPELINE_FIGURES
 from lab.records import write_record
@@ -20,7 +20,7 @@ def test_the_committed_figures_are_what_the_committed_records_draw_now() -> None
 
 def _pipeline_record(folder) -> str:
     rows = _rows()
-    record = {**summarise([dict(r, split="dev") for r in rows], rows), "examples": []}
+    record = {**summarise_scores([dict(r, split="dev") for r in rows], rows), "examples": []}
     return write_record("pipeline", "nq", record, {"command": "python -m lab experiment pipeline"}, folder).stem
 
 

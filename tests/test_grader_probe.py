@@ -1,7 +1,7 @@
 """The grader probe's scoring (lab/evaluation/grader_probe.py): which sentences a focused grader sees, the best cut
 that keeps half the right answers, and the summary the docs table reads. The model runs are not repeated here."""
 
-from lab.evaluation.grader_probe import PROBES, best_precision_at_half, focused, summarise
+from lab.evaluation.grader_probe import PROBES, best_precision_at_half, focused, summarise_probes
 
 
 def test_focused_keeps_the_mentioning_sentences_and_their_neighbours_only():
@@ -31,7 +31,7 @@ def test_the_summary_counts_windows_and_scores_only_the_answers_the_page_mention
         _row("negative", "Cy", False, mentioned=False),
         _row("negative", None, False, mentioned=False),
     ]
-    summary = summarise(rows)
+    summary = summarise_probes(rows)
     assert (summary["windows"], summary["answered"], summary["graded"], summary["graded_right"]) == (4, 3, 2, 1)
     assert (summary["answered_on_answer_free_pages"], summary["answer_free_pages"]) == (2, 3)
     assert (summary["gold_page_right"], summary["gold_pages"]) == (1, 1)

@@ -63,7 +63,7 @@ def pairs(tiny_pages, tiny_index):
 
 
 def trained_folder(tmp_path, tokenizer, tiny_pages, tiny_index, method: str = "full") -> Path:
-    from lab.training.judge import JudgeSettings, save, train
+    from lab.training.judge import JudgeSettings, fit_judge, save_judge
     from lab.training.judge_features import features
 
     settings = JudgeSettings(method=method, epochs=3, batch=2, max_tokens=64, lr=1e-3, rank=4, alpha=8)
@@ -74,10 +74,10 @@ def trained_folder(tmp_path, tokenizer, tiny_pages, tiny_index, method: str = "f
         model.save_pretrained(tmp_path / "base")
         model = build_model(settings, tmp_path / "base")
     items, dropped = features(tokenizer, pairs(tiny_pages, tiny_index), settings.max_tokens)
-    log = train(model, items, settings, tokenizer.pad_token_id, lambda done, stats: None)
+    log = fit_judge(model, items, settings, tokenizer.pad_token_id, lambda done, stats: None)
     assert log["steps"] == 3 and all(math.isfinite(x) for x in log["losses"]) and dropped == 0
     card = {"format": method, "threshold": 0.4, "max_tokens": settings.max_tokens}
-    save(tmp_path / "judge", model, tokenizer, settings, card)
+    save_judge(tmp_path / "judge", model, tokenizer, settings, card)
     return tmp_path / "judge"
 
 
@@ -150,14 +150,14 @@ def test_a_few_steps_then_save_load_and_read(tmp_path, tokenizer, tiny_pages, ti
 def test_p_answer_uses_the_card_s_scale_and_bias_and_the_measurement_reports_it(
     tmp_path, tokenizer, tiny_pages, tiny_index
 ) -> None:
-    from lab.training.judge_eval import measure
+    from lab.training.judge_eval import measure_judge
 
     folder = trained_folder(tmp_path, tokenizer, tiny_pages, tiny_index)
     card = json.loads((folder / JUDGE_CARD).read_text())
     (folder / JUDGE_CARD).write_text(json.dumps({**card, "margin_scale": 0.0, "margin_bias": 2.0}))
     judge = AnswerJudge.load(folder)
     assert [r.p_answer for r in judge.read(QUESTION, tiny_pages[:2])] == [pytest.approx(1 / (1 + math.exp(-2)))] * 2
-    result = measure(judge, pairs(tiny_pages, tiny_index), judge.threshold)
+    result = measure_judge(judge, pairs(tiny_pages, tiny_index), judge.threshold)
     assert result["pairs"] == {"positive": 1, "negative": 1, "questions": 1}
     assert result["auc"]["value"] == 0.5 and result["auc"]["n_positive"] == 1  # equal scores tie
     assert result["at_threshold"]["negative_pages_answered"]["value"] == 1.0 and result["ms_per_page"] > 0
@@ -237,7 +237,7 @@ def test_a_stopped_training_resumes_from_its_checkpoint_and_ends_where_an_unbrok
 ) -> None:
     import torch
 
-    from lab.training.judge import JudgeSettings, train
+    from lab.training.judge import JudgeSettings, fit_judge
     from lab.training.judge_features import features
 
     settings = JudgeSettings(epochs=4, batch=1, max_tokens=64, lr=1e-3, checkpoint_every=2)
@@ -251,7 +251,7 @@ def test_a_stopped_training_resumes_from_its_checkpoint_and_ends_where_an_unbrok
         return model
 
     unbroken = still_model()
-    log = train(unbroken, items, settings, tokenizer.pad_token_id, lambda done, stats: None)
+    log = fit_judge(unbroken, items, settings, tokenizer.pad_token_id, lambda done, stats: None)
     assert log["steps"] == 8 and log["resumed_at_step"] == 0
 
     checkpoint = tmp_path / "checkpoint" / "train.pt"
@@ -261,16 +261,16 @@ def test_a_stopped_training_resumes_from_its_checkpoint_and_ends_where_an_unbrok
             raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        train(still_model(), items, settings, tokenizer.pad_token_id, stop_after_five, checkpoint)
+        fit_judge(still_model(), items, settings, tokenizer.pad_token_id, stop_after_five, checkpoint)
     resumed = still_model()
-    log = train(resumed, items, settings, tokenizer.pad_token_id, lambda done, stats: None, checkpoint)
+    log = fit_judge(resumed, items, settings, tokenizer.pad_token_id, lambda done, stats: None, checkpoint)
     assert log["resumed_at_step"] == 4 and log["steps"] == 8
     for (name, a), b in zip(unbroken.state_dict().items(), resumed.state_dict().values(), strict=True):
         assert torch.allclose(a, b, atol=1e-6), name
 
     other = JudgeSettings(epochs=2, batch=1, max_tokens=64, lr=1e-3, checkpoint_every=2)
     with pytest.raises(ValueError, match="another run"):
-        train(still_model(), items, other, tokenizer.pad_token_id, lambda done, stats: None, checkpoint)
+        fit_judge(still_model(), items, other, tokenizer.pad_token_id, lambda done, stats: None, checkpoint)
 
 
 def test_train_judge_options_are_checked_before_anything_loads() -> None:

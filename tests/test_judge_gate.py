@@ -5,7 +5,7 @@ from test_reader_comparison import ITEMS, PAGES
 
 from lab.evaluation.positives import PositiveIndex
 from lab.stats import lowest_under
-from lab.training.judge_gate import calibrate
+from lab.training.judge_gate import calibrate_gate
 from raqa.reading.judge import AnswerJudge, JudgeReading
 from raqa.retrieval.index import BM25Index
 
@@ -32,7 +32,7 @@ def test_choose_gate_lets_through_at_most_the_allowed_share_of_answer_free_windo
 
 
 def test_calibrate_gives_a_threshold_and_rates_per_window_size():
-    gate = calibrate(LochJudge(), BM25Index.build(PAGES), PositiveIndex(PAGES), {"tiny": ITEMS}, 0.0, say=print)
+    gate = calibrate_gate(LochJudge(), BM25Index.build(PAGES), PositiveIndex(PAGES), {"tiny": ITEMS}, 0.0, say=print)
     assert set(gate["thresholds"]) == {"1", "2", "3"}
     for w, rates in gate["windows"].items():
         assert rates["negative"] == 1 and rates["positive"] == 1

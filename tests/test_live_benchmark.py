@@ -10,7 +10,7 @@ import pytest
 from scripted import ScriptedBackend
 
 from raqa.config import AppConfig, RunForm
-from raqa.evaluation.live_benchmark import benchmark_questions, run_benchmark, summarise, to_csv
+from raqa.evaluation.live_benchmark import benchmark_questions, run_benchmark, summarise_benchmark, to_csv
 from raqa.evaluation.questions import QAItem
 from raqa.loading import Lazy
 from raqa.retrieval.index import BM25Index
@@ -33,7 +33,7 @@ def test_rows_say_exact_match_and_whether_any_page_could_answer(service) -> None
     ]
     rows = list(run_benchmark(service, items, FORM))
     assert [(r.exact_match, r.answerable, bool(r.answer)) for r in rows] == [(True, True, True), (False, False, True)]
-    s = summarise(rows)
+    s = summarise_benchmark(rows)
     assert (s["questions"], s["exact_match"], s["unanswerable"], s["false_answers_unanswerable"]) == (2, 0.5, 1, 1)
     parsed = list(csv.reader(io.StringIO(to_csv(rows))))
     assert parsed[0][:3] == ["question", "gold", "answer"] and len(parsed) == 3

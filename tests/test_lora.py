@@ -17,13 +17,13 @@ from lab.training.lora import (  # noqa: E402
     READER_LORA,
     Example,
     LoraSettings,
-    encode,
+    encode_example,
     learning_rate,
     left_padded,
     micro_batches,
-    save,
+    save_adapter,
     step_batches,
-    train,
+    train_adapter,
 )
 from lab.training.when_to_retrieve import loss_curve  # noqa: E402
 
@@ -88,7 +88,7 @@ def test_each_use_keeps_its_settings():
 
 
 def test_encode_appends_the_end_of_turn_after_the_target():
-    encoded = encode(EXAMPLES[1], CharTokenizer())
+    encoded = encode_example(EXAMPLES[1], CharTokenizer())
     assert encoded.prefix == []
     assert bytes(t - 1 for t in encoded.rest).decode() == "user: q1 x\nassistant: "
     assert encoded.target == [ord(c) + 1 for c in "yes"] + [256]
@@ -96,17 +96,19 @@ def test_encode_appends_the_end_of_turn_after_the_target():
 
 def test_a_shared_prefix_is_every_message_but_the_last():
     example = Example(({"role": "system", "content": "S"}, {"role": "user", "content": "Q"}), "A")
-    encoded = encode(example, CharTokenizer(), shared_prefix=True)
+    encoded = encode_example(example, CharTokenizer(), shared_prefix=True)
     assert bytes(t - 1 for t in encoded.prefix).decode() == "system: S\n"
     assert bytes(t - 1 for t in encoded.rest).decode() == "user: Q\nassistant: "
-    assert encode(EXAMPLES[0], CharTokenizer(), shared_prefix=True).prefix == []  # one message: nothing to share
+    assert (
+        encode_example(EXAMPLES[0], CharTokenizer(), shared_prefix=True).prefix == []
+    )  # one message: nothing to share
 
 
 def test_left_padding_gives_the_same_loss_as_each_example_alone():
     import torch.nn.functional as F
 
     model, tok = _model(), CharTokenizer()
-    rows = [(e.rest, e.target) for e in (encode(x, tok) for x in EXAMPLES)]
+    rows = [(e.rest, e.target) for e in (encode_example(x, tok) for x in EXAMPLES)]
     alone = 0.0
     with torch.no_grad():
         for prompt, target in rows:
@@ -165,15 +167,15 @@ def test_training_lowers_the_loss_saves_peft_format_and_reloads_identically(tmp_
     before = {k: v.clone() for k, v in base.state_dict().items()}
     settings = replace(ADAPT_LORA, epochs=10, batch=3, micro_batch=2, lr=1e-1, dropout=0.0)
     progress = []
-    encoded = [encode(e, tok) for e in EXAMPLES]
-    peft_model, log = train(copy.deepcopy(base), encoded, settings, lambda done, stats: progress.append(done))
+    encoded = [encode_example(e, tok) for e in EXAMPLES]
+    peft_model, log = train_adapter(copy.deepcopy(base), encoded, settings, lambda done, stats: progress.append(done))
     assert len(log.steps) == 10 * 2 and progress[-1] == 10 * len(EXAMPLES)
     curve = loss_curve(log)
     means = curve["epoch_means"]
     # the tiny model's output layer is random and frozen, so the loss cannot fall far; it must still fall
     assert list(means) == [str(e) for e in range(1, 11)] and means["10"] < means["1"] - 0.2
     assert all(torch.equal(before[k], v) for k, v in base.state_dict().items())  # the base stays untouched
-    save(tmp_path / "a", peft_model, {"kind": "test"}, log, "# card\n", "card.json", "tiny-base")
+    save_adapter(tmp_path / "a", peft_model, {"kind": "test"}, log, "# card\n", "card.json", "tiny-base")
     assert {p.name for p in (tmp_path / "a").iterdir()} >= {
         "adapter_config.json",
         "adapter_model.safetensors",
@@ -191,4 +193,4 @@ def test_training_lowers_the_loss_saves_peft_format_and_reloads_identically(tmp_
 
 def test_no_examples_is_an_error():
     with pytest.raises(ValueError, match="No training examples"):
-        train(_model(), [], ADAPT_LORA)
+        train_adapter(_model(), [], ADAPT_LORA)

@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 from test_pipeline import service  # noqa: F401 - the scripted service, shared
 
-from lab.evaluation.when_to_retrieve import dev_row, interleave, make_rows, question_row
+from lab.evaluation.when_to_retrieve import dev_row, interleave, make_rows, policy_row
 from lab.evaluation.when_to_retrieve_scores import (
     closed_book_curve,
     outcome,
     pipeline_curve,
     signal_auc,
-    summarise,
+    summarise_scores,
     youden_threshold,
 )
 from raqa.config import RunForm
@@ -28,7 +28,7 @@ def test_a_test_row_holds_the_closed_book_part_and_each_readers_ending(service):
     model = service.adapt.get()
     readers = {name: (lambda q: service.events(service.plan(q, RunForm(k=5)))) for name in ("base", "base+judge")}
     item = QAItem("q1", "Who first climbed Mount Everest with Tenzing Norgay?", ("Edmund Hillary",))
-    row = question_row(item, "nq", lambda q: closed_book(model, q), readers, lambda answers: True)
+    row = policy_row(item, "nq", lambda q: closed_book(model, q), readers, lambda answers: True)
     assert row["closed_book"]["answer"] == "I think it is Mont Blanc" and row["closed_book"]["correct"] is False
     assert set(row["closed_book"]["signals"]) == set(SIGNALS)
     assert row["readers"]["base"]["answer"] == "Edmund Hillary" and row["readers"]["base"]["correct"] is True
@@ -126,7 +126,7 @@ def test_risk_coverage_curves_span_coverage_and_rank_the_sure_answers_first():
 def test_summarise_scores_every_configuration_and_checks_the_targets():
     rows = _rows()
     dev = [dict(r, split="dev") for r in rows]
-    out = summarise(dev, rows)["datasets"]["nq"]
+    out = summarise_scores(dev, rows)["datasets"]["nq"]
     assert out["n"] == 40 and out["answerable"] == 30
     table = out["table"]
     best = table["pipeline:p_true:base+judge"]
@@ -161,7 +161,7 @@ def _figures_draw(record: dict) -> None:
 
 def test_the_figures_draw_a_record():
     rows = _rows()
-    _figures_draw({"results": summarise([dict(r, split="dev") for r in rows], rows)})
+    _figures_draw({"results": summarise_scores([dict(r, split="dev") for r in rows], rows)})
 
 
 @pytest.mark.parametrize("path", COMMITTED, ids=[p.stem for p in COMMITTED])
@@ -169,7 +169,7 @@ def test_the_committed_record_is_what_its_rows_give(path):
     record = json.loads(path.read_text(encoding="utf-8"))
     assert record["command"].startswith("python -m lab experiment pipeline") and record["code_version"]
     rows = record["results"]["rows"]
-    again = summarise(rows["dev"], rows["test"])
+    again = summarise_scores(rows["dev"], rows["test"])
     for dataset, d in record["results"]["datasets"].items():
         redone = again["datasets"][dataset]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from lab.evaluation.reading_eval import MIN_GREEN, choose_weak, green_threshold, replay_cut, run_row, summarise
+from lab.evaluation.reading_eval import MIN_GREEN, choose_weak, green_threshold, replay_cut, run_row, summarise_reading
 
 
 def _row(kind="readable", answer="x", verdict="weak", right=False, support=0.6, seconds=10.0, windows=1, asked=1):
@@ -32,7 +32,7 @@ def test_each_target_is_counted_over_its_own_questions() -> None:
         _row(kind="no_answer", answer=None, verdict="not_found", windows=15, asked=14, seconds=40.0),
         _row(kind="no_answer", verdict="weak"),
     ]
-    s = summarise(rows)
+    s = summarise_reading(rows)
     assert s["per_question"]["readable"]["right"]["value"] == 0.5 and s["per_question"]["readable"]["right"]["n"] == 4
     assert s["per_question"]["no_answer"]["answered"]["value"] == 0.5
     assert s["badge"]["green"]["precision"]["value"] == 0.5 and s["badge"]["green"]["precision"]["n"] == 2

@@ -21,7 +21,7 @@ from lab.evaluation import registry
 from lab.evaluation.badges import run_rows, score
 from lab.evaluation.positives import PositiveIndex
 from lab.evaluation.served import ServedBaselines
-from lab.evaluation.when_to_retrieve import READERS, evaluate, question_row
+from lab.evaluation.when_to_retrieve import READERS, evaluate_policies, policy_row
 from lab.ops.llama_server import llama_cpp_server
 from raqa.config import AppConfig, RunForm, RunSettings
 from raqa.evaluation.fan_out import calls_at_once
@@ -94,7 +94,7 @@ def test_eval_adapt_asks_the_server_for_the_baselines(server, tiny_index) -> Non
     model = ServedBaselines(local, server)
     paris = QAItem("paris", "What is the capital of France?", ("Paris",))
     with calls_at_once(2):
-        rows = evaluate([paris, MONA_LISA], model, lambda q: tiny_index.search(q, 1))
+        rows = evaluate_policies([paris, MONA_LISA], model, lambda q: tiny_index.search(q, 1))
     assert [r["id"] for r in rows] == ["paris", "mona"]
     assert all(r["never"]["answer"] and r["always"]["answer"] for r in rows)  # the served model's own words
     assert rows[0]["never"]["accuracy"]  # SmolLM2 knows the capital of France from memory
@@ -106,7 +106,7 @@ def test_eval_pipeline_reads_its_windows_through_the_server(served) -> None:
         return served.events(served.plan(question, RunForm("iterative", "forward", 3, 8, reader="base")))
 
     local = FakeAdaptModel(knows_paris)  # the closed-book part stays local (experiment pipeline's memory)
-    row = question_row(MONA_LISA, "nq", lambda q: closed_book(local, q), {n: read for n in READERS}, lambda a: True)
+    row = policy_row(MONA_LISA, "nq", lambda q: closed_book(local, q), {n: read for n in READERS}, lambda a: True)
     assert set(row["readers"]) == set(READERS)
     assert all(r["windows_read"] >= 1 and r["verdict"] != "failed" for r in row["readers"].values())
 

@@ -20,7 +20,7 @@ import pytest
 from scripted import ScriptedBackend
 
 from lab.ops.bench_timing import percentile
-from lab.ops.reliability import drive_sessions, serve, summarise
+from lab.ops.reliability import drive_sessions, serve, summarise_sessions
 from raqa.config import AppConfig
 from raqa.retrieval.corpus import Page
 from raqa.retrieval.index import BM25Index
@@ -104,7 +104,7 @@ def _snapshot(folder: Path) -> dict[str, str]:
 def test_twenty_four_sessions_at_once_each_get_their_own_answer(server, capsys):
     questions = [_question(i) for i in range(len(ANIMALS))]
     results = drive_sessions(server, questions, timeout=120)
-    summary = summarise(results)
+    summary = summarise_sessions(results)
     assert summary["errors"] == [] and summary["completed"] == len(ANIMALS)
     for i, result in enumerate(results):
         assert result.final["type"] == "final" and PLACES[i] in result.final["answer"], (result.question, result.final)
@@ -298,7 +298,7 @@ def test_every_session_sees_its_place_in_line_or_its_first_window_within_two_sec
     from raqa.config import RunForm
 
     results = drive_sessions(server, [SLOW_QUESTION] * 6, RunForm(window=3, k=15), timeout=120)
-    summary = summarise(results)
+    summary = summarise_sessions(results)
     assert summary["errors"] == [] and summary["completed"] == 6
     assert summary["first_progress_max_s"] < 2.0, [r.first_progress_s for r in results]
     told = [[e for e in r.events if e["type"] == "in_line"] for r in results]

@@ -77,6 +77,6 @@ def test_scale_bench_command_measures_a_generated_corpus(tmp_path, monkeypatch) 
 def test_scale_record_carries_the_shared_provenance() -> None:
     from lab.ops import scale
 
-    record = scale.record("python -m lab bench scale --pages 600", {"pages": 600})
+    record = scale.scale_record("python -m lab bench scale --pages 600", {"pages": 600})
     assert list(record)[:3] == ["measurement", "command", "results"] and record["results"] == {"pages": 600}
     assert {"code_version", "created", "machine", "load_average_before"} <= record.keys()

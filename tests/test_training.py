@@ -8,8 +8,8 @@ from dataclasses import replace
 import pytest
 
 from lab.stats import auc
-from lab.training.calibration import choose_threshold
-from lab.training.lora import READER_LORA, Encoded, TrainLog, save, target_losses, token_weights, train
+from lab.training.calibration import choose_reader_threshold
+from lab.training.lora import READER_LORA, Encoded, TrainLog, save_adapter, target_losses, token_weights, train_adapter
 from lab.training.reader import READER_LABEL, loss_summary
 from raqa.reading.readers import READER_CARD, load_reader
 
@@ -33,7 +33,7 @@ def tiny_model(seed: int = 0):
 
 def test_threshold_meets_the_target_with_the_best_exact_match():
     # negatives score low, positives high; the right positive answers are the high-scoring ones
-    threshold, rule = choose_threshold(
+    threshold, rule = choose_reader_threshold(
         [0.1, 0.2, 0.6, 0.3], [0.5, 0.7, 0.8, 0.9], [False, True, True, False], 1.0, 0.25
     )
     assert rule == "target met"
@@ -43,7 +43,7 @@ def test_threshold_meets_the_target_with_the_best_exact_match():
 
 def test_threshold_falls_back_when_the_target_cannot_be_met():
     # every negative outscores every positive: halving false answers costs every right answer
-    threshold, rule = choose_threshold([0.8, 0.9], [0.1, 0.2], [True, True], 1.0, 0.5)
+    threshold, rule = choose_reader_threshold([0.8, 0.9], [0.1, 0.2], [True, True], 1.0, 0.5)
     assert rule.startswith("false answers halved")
     assert threshold > 0.2
 
@@ -107,7 +107,7 @@ def test_a_few_lora_steps_lower_the_loss_and_train_only_the_adapter(tmp_path):
     settings = replace(READER_LORA, lr=1e-2, batch=2, warmup_steps=1, epochs=2, dropout=0.0)
     seen = []
     start = time.perf_counter()
-    peft_model, log = train(model, encoded, settings, lambda done, stats: seen.append(done))
+    peft_model, log = train_adapter(model, encoded, settings, lambda done, stats: seen.append(done))
     assert time.perf_counter() - start < 20
     assert seen[-1] == len(encoded) * 2 and len(log.steps) == len(encoded)
     assert log.steps[-1]["loss"] < log.steps[0]["loss"]
@@ -133,7 +133,7 @@ def test_a_saved_reader_folder_is_found_with_its_threshold(tmp_path):
     peft = pytest.importorskip("peft")
     model = peft.get_peft_model(tiny_model(), peft.LoraConfig(r=2, target_modules=["q_proj", "v_proj"]))
     card = {"label": READER_LABEL, "answer_threshold": 0.7, "shots": 2, "page_tokens": 320}
-    save(tmp_path / "abstain", model, card, TrainLog(), "# card\n", READER_CARD)
+    save_adapter(tmp_path / "abstain", model, card, TrainLog(), "# card\n", READER_CARD)
     reader = load_reader(tmp_path / "abstain")
     assert (reader.name, reader.answer_threshold, reader.shots, reader.adapter) == (
         "abstain",

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from lab.evaluation.batch import question_work, run_batch, summarise
+from lab.evaluation.batch import question_work, run_batch, summarise_batch
 from raqa.cli.ask import LOAD_ERRORS, check_endpoint, run_form, service_with_reader
 from raqa.cli.options import app_config
 from raqa.cli.output import error, progress_line, say
@@ -63,7 +63,7 @@ def _prepared(args: argparse.Namespace) -> tuple[list, object, object, int]:
 def _report(out: str, items: list, result) -> None:
     for item_id, message in result.errors.items():
         say(f"failed (rerun to retry): {item_id}: {message}")
-    totals = summarise(out, [item.id for item in items])
+    totals = summarise_batch(out, [item.id for item in items])
     print(
         f"{totals['questions']}/{result.total} questions in {out} ({result.skipped} from before, "
         f"{result.written} now, {len(result.errors)} failed): answered {totals['answered']}, "

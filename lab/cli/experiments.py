@@ -38,7 +38,7 @@ def _prepare_experiment(args: argparse.Namespace) -> Ready:
     concurrency = run_concurrency(args, service)
     if args.endpoint and "reader" in experiment.options:
         _check_served(service, args.reader)
-    registry.load_readers(experiment, service, args.reader)  # a reader that does not exist: exit 2, nothing run
+    registry.preload_readers(experiment, service, args.reader)  # a reader that does not exist: exit 2, nothing run
     return Ready(service, concurrency, loaded={"experiment": experiment, "limit": limit, "pool": pool})
 
 

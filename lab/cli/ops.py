@@ -43,18 +43,18 @@ def cmd_bench(args: argparse.Namespace) -> int:
 def cmd_load_test(args: argparse.Namespace) -> int:
     """Serve the page on the real model and send one NQ question per session, all at once: first with every speed
     option off (one run at a time, the page as it was), then on with fp32 weights (runs in flight share forward
-    passes), then on (decode from packed weights too); with --readers, the two readers instead (load_readers)."""
+    passes), then on (decode from packed weights too); with --readers, the two readers instead (load_test_readers)."""
     from lab.ops import reliability  # lazy: imports torch
     from raqa.service import Service  # lazy: imports torch
 
     if args.readers:
-        return load_readers(args)
+        return load_test_readers(args)
     loaded = Service.load(app_config(args), progress=say)
     form = RunForm(window=args.window, k=args.k)
     phases = _speed_phases(loaded, sample_questions(args.sessions, args.seed), form)
     command = command_line("bench load", **stated(args, "sessions", "window", "k", "seed", "out"))
     results = {**phases, **_p95_ratios(phases), "form": list(astuple(form))}
-    write_and_say(args.out, reliability.record("load_test", command, loaded, results))
+    write_and_say(args.out, reliability.reliability_record("load_test", command, loaded, results))
     whole = all(p["completed"] == p["sessions"] == p["own_run_only"] for p in phases.values())
     return 0 if whole else 1
 
@@ -85,7 +85,7 @@ def _speed_phases(loaded, questions: list[str], form: RunForm) -> dict:
     return phases
 
 
-def load_readers(args: argparse.Namespace) -> int:
+def load_test_readers(args: argparse.Namespace) -> int:
     """The 1.5B and the small model side by side (lab/ops/reader_load.py): decode against llama.cpp's own figure,
     then each reader with every group of visitors, each visitor a distinct NQ-open test question."""
     from lab.ops import reader_load, reliability  # lazy: imports torch
@@ -103,13 +103,13 @@ def load_readers(args: argparse.Namespace) -> int:
     long_reply = [{"role": "user", "content": pages + "\n\nRetell what these pages say, in about 100 words."}]
     readers = {"load": GRADED_READER.name, "load_small_model": BASE_READER.name}
     form = RunForm(window=args.window, k=args.k)
-    groups = reader_load.measure(service, readers, visitors, questions[1:], form, args.solo, progress=say)
+    groups = reader_load.measure_reader_load(service, readers, visitors, questions[1:], form, args.solo, progress=say)
     say("Decode: streamed through the page's backend against llama.cpp's own figure, here and alone")
     gguf = str(assembled(QWEN_1P5B, service.config.cache_dir))  # joined at load: this only finds it
     speed = reader_load.decode_parity(big, long_reply, gguf=gguf)
     say(f"  ours {speed['decode_tok_s']:.1f} tok/s, llama.cpp alone {speed['llama_cpp_alone_decode_tok_s']:.1f} tok/s")
     command = command_line("bench load", **stated(args, "readers", "visitors", "solo", "window", "k", "seed", "out"))
-    record = reliability.record("load_readers", command, service, {"form": list(astuple(form))})
+    record = reliability.reliability_record("load_readers", command, service, {"form": list(astuple(form))})
     record |= {
         "speed": {"reader_1p5b": speed},
         **groups,
@@ -134,7 +134,7 @@ def cmd_soak(args: argparse.Namespace) -> int:
         f"{result['rss_last_mib']:.0f} MiB at the end ({result['growth_after_warmup_mib']:+.1f} MiB)"
     )
     command = command_line("bench soak", **stated(args, "runs", "questions", "window", "k", "seed", "out"))
-    write_and_say(args.out, reliability.record("soak", command, service, result))
+    write_and_say(args.out, reliability.reliability_record("soak", command, service, result))
     return 0
 
 
@@ -142,7 +142,7 @@ def cmd_scale_bench(args: argparse.Namespace) -> int:
     """Index a generated corpus of --pages pages and measure build time, peak memory and query latency."""
 
     work = Path(args.work or tempfile.mkdtemp(prefix="raqa-scale-"))
-    result = scale.measure(args.pages, work, sample_questions(args.queries, args.seed), args.seed)
+    result = scale.measure_scale(args.pages, work, sample_questions(args.queries, args.seed), args.seed)
     result["kilt_extrapolation"] = scale.extrapolate(result, KILT_PAGES, KILT_TOKENS_PER_PAGE)
     b, q = result["build"], result["query_ms"]
     print(
@@ -152,7 +152,7 @@ def cmd_scale_bench(args: argparse.Namespace) -> int:
     )
     if args.out:
         command = command_line("bench scale", **stated(args, "pages", "queries", "out"))
-        write_and_say(args.out, scale.record(command, result))
+        write_and_say(args.out, scale.scale_record(command, result))
     return 0
 
 

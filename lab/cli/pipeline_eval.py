@@ -16,8 +16,8 @@ from lab.cli.experiments import run_concurrency
 from lab.cli.progress import counter_bar
 from lab.evaluation.positives import PositiveIndex
 from lab.evaluation.registry import served_by
-from lab.evaluation.when_to_retrieve import READERS, dev_row, example_decisions, interleave, make_rows, question_row
-from lab.evaluation.when_to_retrieve_scores import summarise
+from lab.evaluation.when_to_retrieve import READERS, dev_row, example_decisions, interleave, make_rows, policy_row
+from lab.evaluation.when_to_retrieve_scores import summarise_scores
 from raqa.cli.options import app_config
 from raqa.cli.output import say
 from raqa.config import RunForm
@@ -80,10 +80,10 @@ def _measure(args: argparse.Namespace, ready: Ready, command: str) -> Measuremen
             test_work,
             rows_path,
             key,
-            lambda d, s, item: question_row(item, d, answer, readers, positives.anywhere),
+            lambda d, s, item: policy_row(item, d, answer, readers, positives.anywhere),
             lambda: bar.update(1),
         )
-    results = summarise(dev_rows, test_rows)
+    results = summarise_scores(dev_rows, test_rows)
     results["examples"] = example_decisions(model, results)
     about = {
         "sample": {"split": "test", "limit": args.limit, "dev": args.dev, "seed": args.seed},

@@ -17,7 +17,7 @@ from lab.cli.evaluator import Evaluation, Measurement, Ready, evaluate
 from lab.cli.progress import counter_bar
 from lab.evaluation.ret_signal import compare, rescored_rows, ret_probabilities
 from lab.evaluation.when_to_retrieve import example_decisions
-from lab.evaluation.when_to_retrieve_scores import summarise
+from lab.evaluation.when_to_retrieve_scores import summarise_scores
 from lab.records import write_json
 from lab.training.when_to_retrieve_data import read_labelled
 from raqa.cli.output import say
@@ -149,7 +149,7 @@ def _update_record(args, record: dict, model, p_ret: dict, command: str) -> None
     """The pipeline record scored again with the candidate's P(<RET>) in every row, and its examples measured."""
 
     rows = record["results"]["rows"]
-    results = summarise(rescored_rows(rows["dev"], p_ret), rescored_rows(rows["test"], p_ret))
+    results = summarise_scores(rescored_rows(rows["dev"], p_ret), rescored_rows(rows["test"], p_ret))
     results["examples"] = example_decisions(model, results)
     rescored = {
         "what": "not_ret (1 - P(<RET>)) of every row recomputed with the candidate adapter, every policy scored "

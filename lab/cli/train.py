@@ -13,7 +13,7 @@ from pathlib import Path
 from lab.records import command_line, stated
 from lab.training import reader as reader_training  # by module: tests replace its train_reader
 from lab.training.lora import ADAPT_LORA, READER_LORA
-from lab.training.when_to_retrieve_data import KINDS
+from lab.training.when_to_retrieve_data import ADAPTER_KINDS
 from raqa.cli.output import error, say
 from raqa.config import default_cache_dir
 
@@ -43,8 +43,8 @@ def _adapt_kinds(args: argparse.Namespace) -> tuple[str, ...]:
     kinds = tuple(k.strip() for k in args.kinds.split(",") if k.strip())
     if args.limit < 1:
         raise ValueError(f"--limit must be 1 or more, got {args.limit}.")
-    if not kinds or any(k not in KINDS for k in kinds):
-        raise ValueError(f"Invalid --kinds {args.kinds!r}. Choose from: {', '.join(KINDS)} (comma-separated).")
+    if not kinds or any(k not in ADAPTER_KINDS for k in kinds):
+        raise ValueError(f"Invalid --kinds {args.kinds!r}. Choose from: {', '.join(ADAPTER_KINDS)} (comma-separated).")
     if args.labels and not Path(args.labels).is_file():
         raise ValueError(f"--labels {args.labels}: no such file.")
     return kinds
@@ -69,4 +69,4 @@ def cmd_train_adapt(args: argparse.Namespace) -> int:
 
 
 def _stated(kinds: tuple[str, ...]) -> tuple[str, ...] | None:
-    return kinds if kinds != KINDS else None
+    return kinds if kinds != ADAPTER_KINDS else None

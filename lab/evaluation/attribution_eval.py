@@ -26,7 +26,7 @@ from raqa.reading.engine import window_verdict
 from raqa.reading.events import Attribution, Finding
 from raqa.retrieval.index import BM25Index
 
-KINDS = ("answer_bearing", "answer_free")
+WINDOW_KINDS = ("answer_bearing", "answer_free")
 DEPENDS = ("cited", "other", "none")
 
 
@@ -57,7 +57,7 @@ def attribution_row(item: QAItem, kind: str, verdict, a: Attribution) -> dict:
     }
 
 
-def collect(
+def collect_attributions(
     items,
     index: BM25Index,
     backend,
@@ -88,7 +88,7 @@ def _shares(rows: Sequence[dict]) -> dict:
     }
 
 
-def summarise(rows: Sequence[dict]) -> dict:
+def summarise_attribution(rows: Sequence[dict]) -> dict:
     """The record's figures from its rows: shares by kind of window and by badge, the cost, and how well "depends
     on no sentence" (and the largest drop) tell a wrong answer from a right one, beside P(answer)."""
     badges = sorted({r["badge"] for r in rows})
@@ -101,7 +101,7 @@ def summarise(rows: Sequence[dict]) -> dict:
     return {
         "answered_windows": len(rows),
         "all": _shares(rows),
-        "by_kind": {k: _shares([r for r in rows if r["kind"] == k]) for k in KINDS},
+        "by_kind": {k: _shares([r for r in rows if r["kind"] == k]) for k in WINDOW_KINDS},
         "by_badge": {b: _shares([r for r in rows if r["badge"] == b]) for b in badges},
         "right_vs_wrong_auc": {
             "depends_on_a_sentence": separation(lambda r: float(r["depends_on"] != "none")),
@@ -116,8 +116,14 @@ def summarise(rows: Sequence[dict]) -> dict:
 
 def attribution_experiment(items, index, backend, settings, judge, positives, per_kind: int, progress) -> dict:
     """The experiment's results: its summary, the rows it was made from, and how many windows were read."""
-    rows, read = collect(items, index, backend, settings, judge, positives, per_kind, progress)
-    return {"window": settings.window, "k": settings.k, "windows_read": read, **summarise(rows), "rows": rows}
+    rows, read = collect_attributions(items, index, backend, settings, judge, positives, per_kind, progress)
+    return {
+        "window": settings.window,
+        "k": settings.k,
+        "windows_read": read,
+        **summarise_attribution(rows),
+        "rows": rows,
+    }
 
 
 def _pct(e: dict) -> str:
@@ -126,7 +132,7 @@ def _pct(e: dict) -> str:
     return f"{e['value']:.0%} [{e['low']:.0%}, {e['high']:.0%}]"
 
 
-def markdown_table(results: dict) -> str:
+def attribution_markdown(results: dict) -> str:
     """docs/reading.md's table, rendered from the record's results (a test holds the page to it)."""
     groups = [("all answered windows", results["all"])]
     groups += [(k.replace("_", "-") + " windows", v) for k, v in results["by_kind"].items()]

@@ -96,7 +96,7 @@ def rule_settings(base: RunSettings, judge: RuleJudge) -> RunSettings:
     return base.replace(judge_threshold=weak, gate_threshold=weak, answered_threshold=judge.support.answered)
 
 
-def question_row(
+def badge_row(
     item: QAItem,
     dataset: str,
     index: BM25Index,
@@ -167,7 +167,7 @@ def run_rows(
             "before": RuleJudge(judge, None, readings, judge_lock),
             "after": RuleJudge(judge, judge.support, readings, judge_lock),
         }
-        return question_row(item, dataset, index, SharedReplies(backend), judges, base, positives)
+        return badge_row(item, dataset, index, SharedReplies(backend), judges, base, positives)
 
     with RowsFile(rows_path, None, lambda row: row["id"]) as rows:  # the file is named after its settings
         return resumed(items, rows, lambda work: work[1].id, make, progress)

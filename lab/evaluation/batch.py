@@ -134,7 +134,7 @@ def question_work(plan: Callable[[str], RunPlan], events: Callable[[RunPlan], It
     return work
 
 
-def summarise(path: str | Path, ids: Sequence[str]) -> dict:
+def summarise_batch(path: str | Path, ids: Sequence[str]) -> dict:
     """Counts and mean EM/F1 over the records of the given ids in a results file."""
     rows = RowsFile(path, None, result_id).rows
     records = [rows[i] for i in dict.fromkeys(ids) if i in rows]

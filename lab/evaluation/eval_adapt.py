@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Sequence
 
 from lab.evaluation.policy_scores import summarise_policies
-from lab.evaluation.when_to_retrieve import evaluate, popularity_rows
+from lab.evaluation.when_to_retrieve import evaluate_policies, popularity_rows
 from lab.records import Run
 from raqa.evaluation.questions import QAItem
 
@@ -38,7 +38,7 @@ def run_eval_adapt(
     results: dict = {"datasets": {}, "rows": {}}
     for dataset, items in sets.items():
         with bar(f"experiment when_to_retrieve {dataset}", len(items)) as shown:
-            made = evaluate(items, model, search, lambda shown=shown: shown.update(1), rows, dataset)
+            made = evaluate_policies(items, model, search, lambda shown=shown: shown.update(1), rows, dataset)
         results["datasets"][dataset] = summarise_policies(made)
         results["rows"][dataset] = made
     if popqa:

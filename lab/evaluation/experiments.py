@@ -31,7 +31,7 @@ from raqa.retrieval.index import BM25Index
 
 RECALL_KS = (1, 5, 10, 20, 50, 100, 200, 500, 1000)
 TOPK_KS = (5, 10, 20)
-WINDOW_SIZES = (1, 2, 3, 5, 10)
+SWEPT_WINDOW_SIZES = (1, 2, 3, 5, 10)
 SHOT_COUNTS = (0, 2, 4, 6, 8)
 
 
@@ -120,7 +120,7 @@ def negative_windows_before_first_positive(hits, item, positives, size: int, ord
 
 
 def window_order(items, index, backend, base: RunSettings, positives: PositiveIndex, progress: ProgressBar) -> dict:
-    configs = {(w, o): replace(base, window=w, order=o) for w in WINDOW_SIZES for o in ("forward", "backward")}
+    configs = {(w, o): replace(base, window=w, order=o) for w in SWEPT_WINDOW_SIZES for o in ("forward", "backward")}
     finals: dict[tuple, list] = {c: [] for c in configs}
     negatives: dict[tuple, list] = {c: [] for c in configs}
     for item in items:

@@ -50,7 +50,7 @@ from raqa.reading.grounding import mentions
 from raqa.reading.prompts import parse_reply, shown_sentences
 from raqa.text import restates_question, split_sentences
 
-RESULT_FILE = RESULTS_DIR / "grader-formulations.json"
+FORMULATIONS_FILE = RESULTS_DIR / "grader-formulations.json"
 PROBES = ("fresh", "focused", "claim", "follow_up", "judge", "reader", "fresh+judge")
 NEGATIVE_PAGES = 2  # answer-free pages read per question
 
@@ -155,7 +155,7 @@ def best_precision_at_half(scored: list[tuple[float, bool]]) -> dict:
     return best
 
 
-def summarise(rows: list[dict]) -> dict:
+def summarise_probes(rows: list[dict]) -> dict:
     graded = [r for r in rows if r["mentioned"]]
     out = {
         "windows": len(rows),
@@ -223,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m lab.evaluation.grader_probe", description=__doc__.split("\n")[0])
     parser.add_argument("--per-kind", type=int, default=16, help="readable questions a set (no-answer: half)")
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--out", type=Path, default=RESULT_FILE)
+    parser.add_argument("--out", type=Path, default=FORMULATIONS_FILE)
     parser.add_argument("--shots", type=int, help="the reader's worked examples (default: the page's)")
     parser.add_argument("--reader-only", action="store_true", help="read the windows, grade nothing")
     parser.add_argument(
@@ -234,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
 
     if args.contrast_scan:
         service = Service.load(AppConfig.from_env(), progress=lambda m: print(m, file=sys.stderr), load_model=False)
-        out = args.out if args.out != RESULT_FILE else RESULTS_DIR / "contrast-rules.json"
+        out = args.out if args.out != FORMULATIONS_FILE else RESULTS_DIR / "contrast-rules.json"
         command = command_line("lab.evaluation.grader_probe", contrast_scan=True)
         data = (
             'NQ-open and TriviaQA dev questions with a superlative, "capital of" or "first"; BM25\'s top 15 over the '
@@ -278,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
             "lab.evaluation.grader_probe",
             per_kind=args.per_kind,
             seed=args.seed,
-            out=None if args.out == RESULT_FILE else args.out,
+            out=None if args.out == FORMULATIONS_FILE else args.out,
             shots=args.shots,
             reader_only=args.reader_only,
         ),
@@ -288,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
         "rows": str(rows_path.name),
         "shots": probe.settings.shots,
         **provenance(),
-        "results": summarise(rows),
+        "results": summarise_probes(rows),
     }
     write_json(args.out, record)
     print(json.dumps(record["results"], indent=1))

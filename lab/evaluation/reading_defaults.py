@@ -28,7 +28,7 @@ CONFIGS: tuple[tuple[int, str], ...] = (
 )
 
 
-def label(window: int, page_order: str) -> str:
+def configuration_label(window: int, page_order: str) -> str:
     """A configuration's name in records and figures.
 
     Example:
@@ -56,7 +56,9 @@ def reading_defaults(
         settings = base.replace(window=window, page_order=page_order)
         negative, positive = sample_windows(items, index, positives, settings, per_kind)
         scores = score_windows(negative, positive, backend, settings, judge)
-        rows.append({"label": label(window, page_order), "window": window, "page_order": page_order, **scores})
+        rows.append(
+            {"label": configuration_label(window, page_order), "window": window, "page_order": page_order, **scores}
+        )
     return {"rows": rows, "chosen": choose(rows), "k": base.k, "judge": judge is not None}
 
 

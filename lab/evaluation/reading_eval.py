@@ -37,7 +37,7 @@ from pathlib import Path
 from lab.evaluation.rows_file import RowsFile
 from lab.records import command_line, write_json
 from lab.stats import proportion
-from raqa.config import AppConfig, RunForm
+from raqa.config import AppConfig, RunForm, RunSettings
 from raqa.evaluation.fan_out import streamed
 from raqa.evaluation.metrics import answer_contained, exact_match, is_positive
 from raqa.evaluation.questions import QAItem, load_questions
@@ -46,8 +46,8 @@ from raqa.reading.engine import ending_window
 from raqa.reading.events import Final, RunFailed, WindowStarted, WindowVerdict
 from raqa.reading.grader import GRADER_FILE, WEAK
 
-RESULT_FILE = RESULTS_DIR / "reading-nq+triviaqa.json"
-TOP_K = 15
+READING_RECORD = RESULTS_DIR / "reading-nq+triviaqa.json"
+TOP_K = RunSettings.k  # the page's K: a question is readable when a gold answer is in its top K pages
 PRECISION = 0.9  # the Answered badge's target precision on dev
 MIN_GREEN = 8  # dev answers a green threshold must rest on
 
@@ -149,7 +149,7 @@ def _percentile(values: Sequence[float], q: float) -> float | None:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def summarise(rows: Sequence[dict]) -> dict:
+def summarise_reading(rows: Sequence[dict]) -> dict:
     """The targets' figures for one reader's rows (any mix of sets), with n and 95% intervals."""
     readable = [r for r in rows if r["kind"] == "readable"]
     no_answer = [r for r in rows if r["kind"] == "no_answer"]
@@ -293,9 +293,9 @@ def main(argv: list[str] | None = None) -> int:
     }
     results = {
         reader: {
-            "all": summarise([r for r in mine if r["reader"] == reader]),
+            "all": summarise_reading([r for r in mine if r["reader"] == reader]),
             **{
-                d: summarise([r for r in mine if r["reader"] == reader and r["dataset"] == d])
+                d: summarise_reading([r for r in mine if r["reader"] == reader and r["dataset"] == d])
                 for d in args.datasets.split(",")
             },
         }
@@ -311,14 +311,20 @@ def main(argv: list[str] | None = None) -> int:
             r["right"] for r in answered if weak <= r["support"] and (threshold is None or r["support"] < threshold)
         ]
         cuts = {
-            str(c): summarise(replay_cut([r for r in mine if r["reader"] == readers[0]], c)) for c in WEAK_CANDIDATES
+            str(c): summarise_reading(replay_cut([r for r in mine if r["reader"] == readers[0]], c))
+            for c in WEAK_CANDIDATES
         }
-        dev = {"green_precision": _share(green), "weak_precision": _share(amber), **summarise(graded), "cuts": cuts}
+        dev = {
+            "green_precision": _share(green),
+            "weak_precision": _share(amber),
+            **summarise_reading(graded),
+            "cuts": cuts,
+        }
         record = {"weak": weak, "answered": threshold, "precision_target": PRECISION, "min_answers": MIN_GREEN}
         write_json(GRADER_FILE, {**record, "reader": readers[0], **about, "dev": dev})
         print(f"Answered threshold: {threshold}", file=sys.stderr)
     else:
-        write_json(RESULT_FILE, {"measurement": "reading", **about, "results": results, "readers": readers})
+        write_json(READING_RECORD, {"measurement": "reading", **about, "results": results, "readers": readers})
     print(json.dumps({r: v["all"] for r, v in results.items()}, indent=1))
     return 0
 

@@ -246,7 +246,7 @@ def server_about(backend, endpoint: str, concurrency: int, reads: str | None = N
     return {**served(), "concurrency": concurrency, **({"reads": reads} if reads else {})}
 
 
-def load_readers(experiment: Experiment, service, readers: str) -> None:
+def preload_readers(experiment: Experiment, service, readers: str) -> None:
     """Each reader the experiment compares, loaded before the clock starts; SettingsError naming the readers when one
     does not exist."""
     if "reader" in experiment.options:
@@ -268,7 +268,7 @@ def run_entry(
 
     rows: the call journal (call_journal.py): its model calls are read from there when it holds them, and the others
     appended as they are made, so an interrupted run resumes and a rerun recomputes the record from the rows."""
-    load_readers(experiment, service, options.reader)
+    preload_readers(experiment, service, options.reader)
     base = RunSettings(window=options.window, page_order=options.page_order)  # every experiment's windows
     inputs = Inputs(service, pool, PositiveIndex(service.pages), limit, options, progress, base)
     journal = call_journal.rows_file(rows, journal_key(service, experiment)) if rows else None

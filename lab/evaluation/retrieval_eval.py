@@ -39,7 +39,7 @@ def hit_rates(ranks: Sequence[int | None]) -> dict:
     return {f"hit@{k}": proportion([r is not None and r <= k for r in ranks]).as_dict() for k in KS}
 
 
-def measure(searchers: dict, items: Sequence[QAItem], progress=lambda done, total: None) -> dict[str, list]:
+def measure_retrieval(searchers: dict, items: Sequence[QAItem], progress=lambda done, total: None) -> dict[str, list]:
     """Each searcher's first-positive rank for each question, in order."""
     ranks: dict[str, list] = {name: [] for name in searchers}
     for done, item in enumerate(items, 1):
@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
             if done % 100 == 0 or done == total:
                 print(f"{dataset}: {done}/{total} questions, {time.perf_counter() - start:.0f} s", file=sys.stderr)
 
-        ranks = measure(searchers, items, progress)
+        ranks = measure_retrieval(searchers, items, progress)
         results[dataset] = {name: hit_rates(r) for name, r in ranks.items()}
     record = {
         "measurement": "retrieval",

@@ -91,7 +91,7 @@ def closed_book_row(item: QAItem, dataset: str, split: str, answered: ClosedBook
     }
 
 
-def question_row(
+def policy_row(
     item: QAItem, dataset: str, answer_closed_book: Callable, readers: dict[str, Callable], anywhere
 ) -> dict:
     """One test question: the closed-book part, whether the corpus holds a gold answer, and each reader's ending.
@@ -206,7 +206,7 @@ def adapt_rows(path: Path | None, settings_key: str) -> RowsFile:
     return RowsFile(path, settings_key, lambda row: (row["group"], row["id"]))
 
 
-def evaluate(
+def evaluate_policies(
     items: Iterable[QAItem],
     model,
     search: Callable,
@@ -234,13 +234,13 @@ def popularity_rows(
     shuffled = random.Random(seed).sample(list(items), len(items))
     dev, test = shuffled[: len(shuffled) // 2], shuffled[len(shuffled) // 2 :]
     qa = {it.id: QAItem(it.id, it.question, it.answers) for it in shuffled}
-    dev_rows = evaluate([qa[it.id] for it in dev], model, search, progress, rows, "popqa-dev")
+    dev_rows = evaluate_policies([qa[it.id] for it in dev], model, search, progress, rows, "popqa-dev")
     tuned = tune_threshold(
         [it.popularity for it in dev],
         [r["never"]["accuracy"] for r in dev_rows],
         [r["always"]["accuracy"] for r in dev_rows],
     )
-    test_rows = evaluate([qa[it.id] for it in test], model, search, progress, rows, "popqa-test")
+    test_rows = evaluate_policies([qa[it.id] for it in test], model, search, progress, rows, "popqa-test")
     for it, row in zip(test, test_rows, strict=True):
         reuse = _Reuse(row)
         events = list(decide(it.question, "popularity", reuse, search, Popularity(it.popularity, tuned.threshold)))

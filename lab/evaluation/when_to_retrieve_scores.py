@@ -212,7 +212,7 @@ def targets(rows: Sequence[dict], table: dict, configs: dict, aucs: dict) -> dic
     }
 
 
-def summarise(dev_rows: Sequence[dict], test_rows: Sequence[dict]) -> dict:
+def summarise_scores(dev_rows: Sequence[dict], test_rows: Sequence[dict]) -> dict:
     """Per test set: thresholds (from its dev rows), the table of every configuration, AUCs, curves, targets."""
     out: dict = {"datasets": {}, "rows": {"dev": list(dev_rows), "test": list(test_rows)}}
     for dataset in sorted({r["dataset"] for r in test_rows}):

@@ -171,7 +171,7 @@ POLICY_NAMES = {
     "adapt_threshold": "Adapt-LLM, P(<RET>) threshold",
     "popularity": "Popularity threshold",
 }
-METRICS = {"accuracy": "accuracy (gold answer contained)", "exact_match": "exact match"}
+METRIC_LABELS = {"accuracy": "accuracy (gold answer contained)", "exact_match": "exact match"}
 
 
 def _bars(figure: go.Figure, x: list[str], estimates: list[dict], name: str, colour: str, where: dict) -> None:
@@ -189,9 +189,9 @@ def _cell(col: int, group: str) -> dict:
 def accuracy_figure(record: dict) -> go.Figure:
     """Accuracy of each policy on each dataset, one subplot per metric."""
     datasets = _datasets(record)
-    figure = make_subplots(rows=1, cols=2, subplot_titles=list(METRICS.values()), shared_yaxes=True)
+    figure = make_subplots(rows=1, cols=2, subplot_titles=list(METRIC_LABELS.values()), shared_yaxes=True)
     policies = [p for p in POLICY_NAMES if any(p in d["policies"] for d in datasets.values())]
-    for col, metric in enumerate(METRICS, start=1):
+    for col, metric in enumerate(METRIC_LABELS, start=1):
         for colour, policy in zip(COLOURS, policies, strict=False):
             names = [f"{name} (n={d['n']})" for name, d in datasets.items() if policy in d["policies"]]
             estimates = [d["policies"][policy][metric] for d in datasets.values() if policy in d["policies"]]

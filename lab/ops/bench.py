@@ -195,7 +195,7 @@ def machine(about: dict) -> dict:
     }
 
 
-def rerun_command(args: argparse.Namespace) -> str:
+def bench_rerun_command(args: argparse.Namespace) -> str:
     speed_questions = getattr(args, "speed_questions", SPEED_QUESTIONS)
     named = {name: getattr(args, name, None) for name in ("no_llama_cpp", "corpus", "model", "adapter", "out")}
     return command_line(
@@ -218,7 +218,7 @@ def bench_record(args: argparse.Namespace, r: BenchResults, corpus: str, model: 
 
     t = r.throughput
     return {
-        "command": rerun_command(args),
+        "command": bench_rerun_command(args),
         "code_version": about["code_version"],
         "date": about["created"],
         "load_average_before": about["load_average_before"],

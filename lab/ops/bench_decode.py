@@ -32,7 +32,7 @@ import torch
 from lab.ops.decode_steps import FeedStep, greedy, same_next_token
 from raqa.models.llama_runner import LlamaRunner, Request
 
-DECODE_TOKENS = 64
+COMPARED_DECODE_TOKENS = 64
 REPEATS = 5
 PATHS = ("fp32", "int4", "llama_cpp_in_process")
 
@@ -77,7 +77,7 @@ def agreeing(a: Sequence[int], b: Sequence[int]) -> int:
 
 
 def compare_decode(
-    model, gguf: str | None, prompt: Sequence[int], tokens: int = DECODE_TOKENS, repeats: int = REPEATS
+    model, gguf: str | None, prompt: Sequence[int], tokens: int = COMPARED_DECODE_TOKENS, repeats: int = REPEATS
 ) -> DecodeComparison:
     """fp32, int4 and llama.cpp in-process on the same prompt ids, alternating (see the module docstring)."""
     threads = torch.get_num_threads()

@@ -29,7 +29,7 @@ from raqa.retrieval.tokenize import get_tokenizer
 SEARCH_K = 100  # pages per query in the latency test
 BASELINE_MAX_QUERIES = 500  # rank_bm25 takes ~25 ms a query; more questions than this are timed on bm25s only
 BENCH_PREFILL_TOKENS = 512
-DECODE_TOKENS = 32
+THROUGHPUT_DECODE_TOKENS = 32
 THROUGHPUT_REPEATS = 3
 MATMUL_SIZE = 1024
 VERDICT_SETTINGS = RunSettings(window=5, k=50)
@@ -172,8 +172,8 @@ def prompt_ids(backend: TransformersBackend, pages: Sequence[Page], tokens: int)
 
 
 def model_throughput(backend: TransformersBackend, pages: Sequence[Page]) -> Throughput:
-    """Prefill of a BENCH_PREFILL_TOKENS prompt, then DECODE_TOKENS greedy steps with the KV cache; the best of a few
-    runs after an untimed warm-up (the first forward pass after a load is several times slower).
+    """Prefill of a BENCH_PREFILL_TOKENS prompt, then THROUGHPUT_DECODE_TOKENS greedy steps with the KV cache; the best
+    of a few runs after an untimed warm-up (the first forward pass after a load is several times slower).
 
     subtle: this drives a cursor of the backend's own kind, the very calls a reply makes, so it measures what the
     app runs (the lean forward when the model has one).
@@ -186,7 +186,7 @@ def model_throughput(backend: TransformersBackend, pages: Sequence[Page]) -> Thr
         logits, seconds = timed(lambda cursor=cursor: cursor.feed(ids))
         prefill.append(seconds)
         start = time.perf_counter()
-        for _ in range(DECODE_TOKENS):
+        for _ in range(THROUGHPUT_DECODE_TOKENS):
             logits = cursor.feed([int(backend.torch.argmax(logits))])
         decode.append(time.perf_counter() - start)
     params = sum(p.numel() for p in backend.model.parameters())
@@ -194,8 +194,8 @@ def model_throughput(backend: TransformersBackend, pages: Sequence[Page]) -> Thr
         params,
         BENCH_PREFILL_TOKENS,
         BENCH_PREFILL_TOKENS / min(prefill),
-        DECODE_TOKENS,
-        DECODE_TOKENS / min(decode),
+        THROUGHPUT_DECODE_TOKENS,
+        THROUGHPUT_DECODE_TOKENS / min(decode),
         matmul_gflops(),
     )
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-RESULTS = Path(__file__).resolve().parents[2] / "assets" / "results"
-QUALITY = RESULTS / "decode-weights"
+from raqa.evaluation.records import RESULTS_DIR
+
+QUALITY = RESULTS_DIR / "decode-weights"
 PATH_LABELS = {
     "fp32": "fp32 weights",
     "int4": "packed weights (int4 layers, int8 vocabulary)",
@@ -23,7 +24,7 @@ def _interval(e: dict) -> str:
     return f"{e['value']:.0%} [{e['low']:.0%}, {e['high']:.0%}] (n={e['n']})"
 
 
-def load_records(results: Path = RESULTS) -> dict:
+def load_records(results: Path = RESULTS_DIR) -> dict:
     quality = results / "decode-weights"
     return {
         "bench": json.loads((results / "bench.json").read_text(encoding="utf-8")),
@@ -33,7 +34,7 @@ def load_records(results: Path = RESULTS) -> dict:
     }
 
 
-def markdown_table(records: dict) -> str:
+def decode_table(records: dict) -> str:
     """Speed (bench, load test) and quality (reader comparison), fp32 weights against packed ones."""
     speed, load = records["bench"]["speed"], records["load"]["results"]
     lines = [
@@ -93,7 +94,7 @@ def markdown_table(records: dict) -> str:
 
 def main() -> None:
     """`python -m lab.ops.decode_report`: print the table docs/speed.md shows."""
-    print(markdown_table(load_records()))
+    print(decode_table(load_records()))
 
 
 if __name__ == "__main__":

@@ -14,12 +14,10 @@ import json
 import math
 from collections.abc import Iterable, Mapping
 
-from lab.evaluation.attribution_eval import markdown_table as attribution_table
+from lab.evaluation.attribution_eval import attribution_markdown as attribution_table
 from lab.records import ROOT
 from raqa.when_to_retrieve.pipeline import PIPELINE_TITLES
 from raqa.when_to_retrieve.uncertainty import SIGNAL_TITLES
-
-RESULTS = ROOT / "assets" / "results"
 
 
 def load_record(path: str) -> dict:
@@ -79,7 +77,7 @@ NEGATIVE_COLUMNS = (
 )
 
 
-def negative_windows() -> str:
+def negative_windows_table() -> str:
     path = "assets/results/negative_windows-triviaqa.json"
     record = load_record(path)
     rows = [[str(r["shots"])] + [share(r[key], 0) for _, key in NEGATIVE_COLUMNS] for r in record["results"]["rows"]]
@@ -178,7 +176,7 @@ def _configuration(name: str) -> str:
     return "never retrieve (closed-book)"
 
 
-def pipeline() -> str:
+def pipeline_table() -> str:
     path = "assets/results/pipeline-nq+triviaqa.json"
     record = load_record(path)
     sets = {name: {**scores, "name": name} for name, scores in record["results"]["datasets"].items()}

@@ -8,8 +8,9 @@ from __future__ import annotations
 from statistics import linear_regression
 
 from lab.ops import decode_report, server_experiment
-from lab.ops.docs_tables import RESULTS, load_record, made_by, markdown_rows, source_line
+from lab.ops.docs_tables import load_record, made_by, markdown_rows, source_line
 from raqa.config import PublicLimits
+from raqa.evaluation.records import RESULTS_DIR
 
 
 def bench() -> str:
@@ -24,7 +25,7 @@ def bench() -> str:
 
 
 def decode_weights() -> str:
-    records = decode_report.load_records(RESULTS)
+    records = decode_report.load_records(RESULTS_DIR)
     sources = [
         ("assets/results/bench.json", records["bench"]),
         ("assets/results/load-test.json", records["load"]),
@@ -32,7 +33,7 @@ def decode_weights() -> str:
         ("assets/results/decode-weights/reader_comparison-triviaqa-w1-fp32.json", records["fp32"]),
     ]
     made = [f"- {source_line(path, record)}" for path, record in sources]
-    return "\n".join(["From the records:", *made, "", decode_report.markdown_table(records)])
+    return "\n".join(["From the records:", *made, "", decode_report.decode_table(records)])
 
 
 def _load_test(record: dict) -> str:

@@ -17,7 +17,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from lab.ops.reliability import drive_sessions_apart, percentile, record, serve
+from lab.ops.reliability import drive_sessions_apart, percentile, reliability_record, serve
 from lab.records import command_line, write_json
 from raqa.config import AppConfig
 from raqa.evaluation.questions import load_questions
@@ -25,7 +25,7 @@ from raqa.evaluation.questions import load_questions
 QUIET_BETWEEN_GROUPS_S = 15.0
 
 
-def group(url: str, questions: list[str]) -> dict:
+def first_sign_group(url: str, questions: list[str]) -> dict:
     """One group's first signs: p50 and slowest, what the first sign was, and any session that failed."""
     results = drive_sessions_apart(url, questions, timeout=120.0, first_sign_only=True)
     signs = [r.first_progress_s for r in results if r.first_progress_s is not None]
@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     groups, used = {}, 0
     try:
         for n in sizes:
-            groups[f"visitors_{n}"] = group(url, questions[used : used + n])
+            groups[f"visitors_{n}"] = first_sign_group(url, questions[used : used + n])
             used += n
             print(groups[f"visitors_{n}"], flush=True)
             time.sleep(QUIET_BETWEEN_GROUPS_S)
@@ -64,7 +64,9 @@ def main(argv: list[str] | None = None) -> int:
         command = command_line("lab.ops.first_sign", visitors=args.visitors, seed=args.seed, out=args.out)
         reader = next(iter(service.readers), None)  # the page's default reader: the model the runs waited for
         model = service.reader()[1].name
-        write_json(Path(args.out), record("first_sign", command, service, {"reader": reader, **groups}, model))
+        write_json(
+            Path(args.out), reliability_record("first_sign", command, service, {"reader": reader, **groups}, model)
+        )
     return 0
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from lab.records import command_line, write_json
 from raqa.evaluation.records import provenance
 
-CASES = ("main", "worker_after", "worker_only")
+OMP_CASES = ("main", "worker_after", "worker_only")
 
 _PROBE = """
 import json, sys, threading, time
@@ -55,7 +55,7 @@ print(json.dumps(result | {"threads": torch.get_num_threads()}))
 """
 
 
-def measure_case(case: str) -> dict:
+def measure_omp_case(case: str) -> dict:
     done = subprocess.run([sys.executable, "-c", _PROBE, case], capture_output=True, text=True, check=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -64,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m lab.ops.omp_threads", description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
-    results = {case: measure_case(case) for case in CASES}
+    results = {case: measure_omp_case(case) for case in OMP_CASES}
     for case, r in results.items():
         print(f"{case}: {r['us']:.1f} us a product, {r['cores_busy']:.2f} cores busy")
     if args.out:

@@ -41,7 +41,7 @@ def encode_pages(pages, encoder, say=print) -> np.ndarray:
     return np.concatenate(rows).astype(np.float16)
 
 
-def measure(questions: list[str], k: int = 15) -> dict:
+def measure_page_vectors(questions: list[str], k: int = 15) -> dict:
     """Seconds of a hybrid search on unseen pages, encoding them against the shipped vectors, and how often the two
     give the same top k in the same order."""
     from raqa.config import AppConfig
@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         questions = [item.question for item in load_questions("nq", "dev", args.measure, seed=0)]
         command = command_line("lab.ops.page_vectors", measure=args.measure, out=args.out)
         record = {"measurement": "page_vectors", "command": command, "data": f"NQ-open dev, seed 0, {args.measure}"}
-        write_json(Path(args.out), {**record, **provenance(), "results": measure(questions)})
+        write_json(Path(args.out), {**record, **provenance(), "results": measure_page_vectors(questions)})
         print(f"wrote {args.out}")
         return 0
     pages, encoder = load_embedded(), shared_encoder()

@@ -27,7 +27,7 @@ from lab.records import command_line, write_json
 from raqa.evaluation.records import provenance
 from raqa.models.base import Usage
 
-DECODE_TOKENS = 64
+READER_DECODE_TOKENS = 64
 
 _CHILD = """
 import json, sys
@@ -53,7 +53,7 @@ def clean_process(gguf: str, request: dict, threads: int, runs: int) -> list[dic
 def decode_rate(backend, messages) -> float:
     """Decode tok/s of one reply streamed through the backend, as a page's run reads it."""
     stamps, tokens = [], 0
-    for piece in backend.reply(messages, max_new_tokens=DECODE_TOKENS):
+    for piece in backend.reply(messages, max_new_tokens=READER_DECODE_TOKENS):
         if isinstance(piece, str) and piece:
             stamps.append(time.perf_counter())
         elif isinstance(piece, Usage):
@@ -61,7 +61,7 @@ def decode_rate(backend, messages) -> float:
     return (tokens - 1) / (stamps[-1] - stamps[0])
 
 
-def measure(runs: int = 3) -> dict:
+def measure_reader_decode(runs: int = 3) -> dict:
     from lab.ops.bench_speed import first_windows
     from raqa.config import AppConfig, RunForm
     from raqa.evaluation.questions import load_questions
@@ -77,7 +77,7 @@ def measure(runs: int = 3) -> dict:
     big = service.reader(GRADED_READER.name)[1]
     pages = first_windows(service.index, big, [question])[0][-1]["content"]
     messages = [{"role": "user", "content": pages + "\n\nRetell what these pages say, in about 100 words."}]
-    request = big._request(messages, DECODE_TOKENS, False)
+    request = big._request(messages, READER_DECODE_TOKENS, False)
     page_engine, page_ours = [], []
     for _ in range(runs):
         page_ours.append(decode_rate(big, messages))
@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
-    r = measure(args.runs)
+    r = measure_reader_decode(args.runs)
     print(
         f"decode tok/s: llama.cpp alone {r['clean_tok_s']:.1f}; in the page's process: llama.cpp's own "
         f"{r['page_engine_tok_s']:.1f}, streamed through the backend {r['page_ours_tok_s']:.1f} "

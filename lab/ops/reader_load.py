@@ -26,8 +26,8 @@ import threading
 from collections.abc import Callable, Sequence
 
 from lab.ops.bench_timing import percentile
-from lab.ops.reader_decode import DECODE_TOKENS, clean_process, decode_rate
-from lab.ops.reliability import SessionResult, drive_sessions_apart, rss_mib, serve, summarise
+from lab.ops.reader_decode import READER_DECODE_TOKENS, clean_process, decode_rate
+from lab.ops.reliability import SessionResult, drive_sessions_apart, rss_mib, serve, summarise_sessions
 from raqa.config import RunForm
 from raqa.service import Service
 
@@ -76,7 +76,9 @@ def _session_figures(results: Sequence[SessionResult]) -> dict:
     }
 
 
-def group(url: str, service: Service, questions: Sequence[str], form: RunForm, one_by_one: bool, taker=None) -> dict:
+def reader_group(
+    url: str, service: Service, questions: Sequence[str], form: RunForm, one_by_one: bool, taker=None
+) -> dict:
     """One group of visitors: all at once, or (one_by_one) each alone after the other; taker (a question and a form)
     is a visitor who arrives a little later on another reader, timed apart."""
     backend = service.reader(form.reader)[1]
@@ -93,7 +95,7 @@ def group(url: str, service: Service, questions: Sequence[str], form: RunForm, o
         results = drive_sessions_apart(url, questions, form, LINE_TIMEOUT_S)
     if taker is not None:
         late.join()
-    summary = summarise(results) | _session_figures(results)
+    summary = summarise_sessions(results) | _session_figures(results)
     summary |= {"rss_mib": rss_mib(), "rss_peak_mib": rss_mib("VmHWM")}
     used = compute_used(before, engine_counters(backend))
     if used is not None and not one_by_one:
@@ -112,7 +114,7 @@ def decode_parity(backend, messages, runs: int = 3, gguf: str | None = None) -> 
     from raqa.models.llamacpp import THREADS
 
     ours, own, prompt_own = [], [], []
-    request = backend._request(messages, DECODE_TOKENS, False)
+    request = backend._request(messages, READER_DECODE_TOKENS, False)
     for _ in range(runs):
         ours.append(decode_rate(backend, messages))
         result = backend.server.handle_chat_completions(request)
@@ -128,7 +130,7 @@ def decode_parity(backend, messages, runs: int = 3, gguf: str | None = None) -> 
         "llama_cpp_decode_tok_s_runs": own,
         "llama_cpp_prompt_tok_s_runs": prompt_own,
         "prompt_tokens": backend.count_prompt_tokens(messages),
-        "reply_tokens": DECODE_TOKENS,
+        "reply_tokens": READER_DECODE_TOKENS,
         "threads": THREADS,
     }
     if gguf:
@@ -141,7 +143,7 @@ def decode_parity(backend, messages, runs: int = 3, gguf: str | None = None) -> 
     return out
 
 
-def measure(
+def measure_reader_load(
     service: Service,
     readers: dict[str, str],
     visitors: Sequence[int],
@@ -165,7 +167,7 @@ def measure(
                     taker = (questions[cursor], form.replace(reader=readers["load_small_model"]))
                     cursor += 1
                 progress(f"{reader}: {n} visitor(s) at once, {len(asked)} question(s)")
-                result = group(url, service, asked, form.replace(reader=reader), n == 1, taker)
+                result = reader_group(url, service, asked, form.replace(reader=reader), n == 1, taker)
                 out[key][f"sessions_{n}"] = result
                 progress(
                     f"  p50 {result['p50_s']:.1f} s, p95 {result['p95_s']:.1f} s, first progress max "

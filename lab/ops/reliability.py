@@ -172,7 +172,7 @@ def drive_sessions_apart(
     return [SessionResult(**(row | {"events": tuple(row["events"])})) for row in rows]
 
 
-def summarise(results: Sequence[SessionResult]) -> dict:
+def summarise_sessions(results: Sequence[SessionResult]) -> dict:
     seconds = [r.seconds for r in results if r.error is None]
     progress = [r.first_progress_s for r in results if r.first_progress_s is not None]
     return {
@@ -260,7 +260,7 @@ def load_phase(service: Service, questions: Sequence[str], form: RunForm = DEFAU
         after = drive_sessions(url, questions[:1], form)
     finally:
         demo.close()
-    return summarise(results) | {
+    return summarise_sessions(results) | {
         "own_run_only": sum(own_run_check(service, results, form)),
         "server_answered_afterwards": after[0].error is None,
         "seconds": [r.seconds for r in results],
@@ -268,7 +268,7 @@ def load_phase(service: Service, questions: Sequence[str], form: RunForm = DEFAU
     }
 
 
-def record(kind: str, command: str, service: Service, results: dict, model: str | None = None) -> dict:
+def reliability_record(kind: str, command: str, service: Service, results: dict, model: str | None = None) -> dict:
     """A result file's content: what was measured, by which command, on what model (default: the base model) and
     corpus, with the shared provenance (code version, date, machine, load average)."""
     return {

@@ -27,7 +27,7 @@ from lab.ops.docs_tables import ROOT
 
 DOCS = ROOT / "docs"
 TABLES: dict[str, Callable[[], str]] = {  # a docs page's table name -> the function that renders it
-    "reading/negative-windows": docs_tables.negative_windows,
+    "reading/negative-windows": docs_tables.negative_windows_table,
     "reading/readers": docs_tables.readers,
     "reading/attribution": docs_tables.attribution,
     "reading/graded-reader": docs_tables_reader.reading,
@@ -42,7 +42,7 @@ TABLES: dict[str, Callable[[], str]] = {  # a docs page's table name -> the func
     "judge/gate-with-model": docs_tables_judge.gate_with_model,
     "when-to-retrieve/adapters": docs_tables.adapters,
     "when-to-retrieve/ret-signal": docs_tables.ret_signal,
-    "when-to-retrieve/pipeline": docs_tables.pipeline,
+    "when-to-retrieve/pipeline": docs_tables.pipeline_table,
     "speed/bench": docs_tables_ops.bench,
     "speed/decode-weights": docs_tables_ops.decode_weights,
     "speed/readers": docs_tables_ops.readers_load,

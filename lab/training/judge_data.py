@@ -30,14 +30,13 @@ from typing import Literal
 
 from lab.evaluation.positives import PositiveIndex
 from lab.training import TRAIN_DATASETS
-from lab.training.reader_data import answer_span
+from lab.training.reader_data import PAGES_RETRIEVED, answer_span
 from raqa.evaluation.questions import QAItem, load_questions
 from raqa.reading.grounding import about_question, content_words
 from raqa.reading.judge import sentence_offsets
 from raqa.retrieval.corpus import Page, load_corpus
 from raqa.retrieval.index import BM25Index, Hit, load_or_build
 
-K = 15  # pages retrieved per question, as in the demo
 MIN_SHARED = 1  # the positive rule's content words shared with the question: 1 is grounding.about_question
 Label = Literal["positive", "negative", "ambiguous"]
 
@@ -107,7 +106,7 @@ def question_pairs(
     positives: PositiveIndex,
     rng: random.Random,
     per_question: int,
-    k: int = K,
+    k: int = PAGES_RETRIEVED,
     min_shared: int = MIN_SHARED,
 ) -> tuple[list[JudgePair], Counter]:
     """Up to per_question positive pages of one question and as many negatives; and the count of each label.
@@ -135,7 +134,7 @@ def build_pairs(
     per_question: int = 1,
     limit: int | None = None,
     seed: int = 0,
-    k: int = K,
+    k: int = PAGES_RETRIEVED,
     progress: Callable[[Iterable], Iterable] = lambda items: items,
     depth: int | None = None,
     min_shared: int = MIN_SHARED,
@@ -184,7 +183,7 @@ def dev_questions(seed: int = 0, limit: int | None = None) -> dict[str, list[QAI
 
 
 def measurement_pairs(
-    index: BM25Index, positives: PositiveIndex, dataset: str, per_kind: int, seed: int = 0, k: int = K
+    index: BM25Index, positives: PositiveIndex, dataset: str, per_kind: int, seed: int = 0, k: int = PAGES_RETRIEVED
 ) -> list[JudgePair]:
     """The measurement's pairs: per_kind positive and per_kind negative pages of seeded test questions,
     one of each per question that has both (the training rule, on the test split)."""

@@ -31,7 +31,7 @@ from raqa.evaluation.questions import load_questions
 from raqa.reading.judge import probability
 
 
-def choose_threshold(negative: Sequence[float], positive: Sequence[float]) -> float:
+def choose_judge_threshold(negative: Sequence[float], positive: Sequence[float]) -> float:
     """The p_answer cut (answer when p >= cut) with the highest true-positive minus false-positive rate."""
     best = youden(negative, positive, sorted(set(positive)), lambda score, cut: score >= cut, 0.5)
     return float(np.floor(best * 1e4) / 1e4)  # rounded down, so the chosen pages stay at or above it
@@ -75,7 +75,7 @@ def read_pairs(judge, pairs: Sequence[JudgePair]) -> tuple[list, float]:
     return found, 1000 * (time.perf_counter() - started) / max(1, len(pairs))
 
 
-def measure(judge, pairs: Sequence[JudgePair], threshold: float, spans: tuple[list, float] | None = None) -> dict:
+def measure_judge(judge, pairs: Sequence[JudgePair], threshold: float, spans: tuple[list, float] | None = None) -> dict:
     """The judge's metrics on labelled pairs (see the module docstring); spans: read_pairs' result, if at hand."""
     found, ms = spans or read_pairs(judge, pairs)
     readings = [(probability(m, judge.scale, judge.bias), answer) for m, answer, _ in found]
@@ -99,7 +99,7 @@ def measure(judge, pairs: Sequence[JudgePair], threshold: float, spans: tuple[li
     }
 
 
-def evaluate(judge, held_pairs, index, positives, seed: int, test_per_kind: int, say=print) -> dict:
+def evaluate_judge(judge, held_pairs, index, positives, seed: int, test_per_kind: int, say=print) -> dict:
     """Fit p_answer and the threshold on the held-out dev pairs, then measure on NQ and TriviaQA test pairs.
 
     Sets judge.scale, judge.bias and judge.threshold; returns the card's fields for them and the metrics."""
@@ -110,17 +110,17 @@ def evaluate(judge, held_pairs, index, positives, seed: int, test_per_kind: int,
     negative = [m for m, p in zip(margins, held_pairs, strict=True) if not p.positive]
     judge.scale, judge.bias = fit_platt(negative, [m for m, p in zip(margins, held_pairs, strict=True) if p.positive])
     calibrated = [probability(m, judge.scale, judge.bias) for m in margins]
-    judge.threshold = choose_threshold(
+    judge.threshold = choose_judge_threshold(
         [c for c, p in zip(calibrated, held_pairs, strict=True) if not p.positive],
         [c for c, p in zip(calibrated, held_pairs, strict=True) if p.positive],
     )
     fields = {"margin_scale": judge.scale, "margin_bias": judge.bias, "threshold": judge.threshold}
-    fields["calibration"] = measure(judge, held_pairs, judge.threshold, held)
+    fields["calibration"] = measure_judge(judge, held_pairs, judge.threshold, held)
     fields["test"] = {}
     for dataset in ("nq", "triviaqa"):
         say(f"Measuring on {dataset} test pairs")
         pairs = measurement_pairs(index, positives, dataset, test_per_kind, seed)
-        fields["test"][dataset] = measure(judge, pairs, judge.threshold)
+        fields["test"][dataset] = measure_judge(judge, pairs, judge.threshold)
         say(f"Reading {test_per_kind} {dataset} test questions' top 15 pages (per question)")
         fields["test"][dataset]["per_question"] = question_level(judge, index, dataset, test_per_kind, seed)
     timing_questions = [q.question for q in load_questions("nq", "test", limit=100, seed=seed)]

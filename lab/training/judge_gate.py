@@ -29,12 +29,12 @@ MAX_FALSE = 0.2  # at most this share of answer-free dev windows passes the gate
 PER_KIND = 150  # dev windows per kind and dataset, at most
 
 
-def window_scores(judge, windows) -> list[float]:
+def judge_window_scores(judge, windows) -> list[float]:
     """The judge's best P(answer) over each (item, window) pair's pages."""
     return [max(r.p_answer for r in judge.read(item.question, list(w))) for item, w in windows]
 
 
-def calibrate(
+def calibrate_gate(
     judge,
     index,
     positives,
@@ -50,8 +50,8 @@ def calibrate(
         negative, positive = [], []
         for items in held.values():
             n, p = sample_windows(items, index, positives, RunSettings(window=w), per_kind)
-            negative += window_scores(judge, n)
-            positive += window_scores(judge, p)
+            negative += judge_window_scores(judge, n)
+            positive += judge_window_scores(judge, p)
         t = lowest_under(negative, positive, max_false)
         out["thresholds"][str(w)] = t
         out["windows"][str(w)] = {
@@ -76,7 +76,7 @@ def calibrate_folder(
     judge = AnswerJudge.load(folder)
     card = judge.card
     index, positives, held, _ = dev_setup(cache_dir, card["settings"]["seed"], card["holdout_questions"], say)
-    gate = calibrate(judge, index, positives, held, max_false, say=say)
+    gate = calibrate_gate(judge, index, positives, held, max_false, say=say)
     card = json.loads((folder / JUDGE_CARD).read_text())
     card["gate"] = {**gate, "command": command, "data": f"held-out dev questions ({card['holdout_questions']} a set)"}
     write_card(folder, card)

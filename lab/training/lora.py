@@ -15,8 +15,8 @@ Left out here: what the examples are (reader_data.py, when_to_retrieve_data.py),
 (calibration.py) and the commands around the trainer (reader.py, when_to_retrieve.py).
 
 Example:
-    >>> encoded = [encode(Example(({"role": "user", "content": "Q?"},), "A"), tokenizer)]  # doctest: +SKIP
-    >>> peft_model, log = train(model, encoded, replace(ADAPT_LORA, epochs=1))  # doctest: +SKIP
+    >>> encoded = [encode_example(Example(({"role": "user", "content": "Q?"},), "A"), tokenizer)]  # doctest: +SKIP
+    >>> peft_model, log = train_adapter(model, encoded, replace(ADAPT_LORA, epochs=1))  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -118,7 +118,7 @@ def _ids(value) -> list[int]:
     return list(value["input_ids"] if hasattr(value, "keys") else value)
 
 
-def encode(example: Example, tokenizer, shared_prefix: bool = False) -> Encoded:
+def encode_example(example: Example, tokenizer, shared_prefix: bool = False) -> Encoded:
     """The chat prompt with the assistant header, then the target and end of turn.
 
     With shared_prefix, every message but the last goes into `prefix` when the template extends it.
@@ -234,7 +234,7 @@ def target_losses(model, rows: list[tuple[list[int], list[int]]], device, cache=
     return flat.view(len(rows), keep - 1)
 
 
-def train(
+def train_adapter(
     model,
     encoded: Sequence[Encoded],
     settings: LoraSettings,
@@ -318,7 +318,7 @@ def train(
     return peft_model, log
 
 
-def save(
+def save_adapter(
     out: Path, peft_model, card: dict, log: TrainLog, readme: str, card_file: str, base_model: str | None = None
 ) -> None:
     """The adapter in peft's format, its card (JSON and README) and every step of the log.

@@ -21,9 +21,18 @@ from pathlib import Path
 
 from lab.evaluation.positives import PositiveIndex, sample_windows
 from lab.training.calibration import base_scores, calibrate
-from lab.training.lora import LOG_FILE, Encoded, Example, LoraSettings, TrainLog, encode, save, train
+from lab.training.lora import (
+    LOG_FILE,
+    Encoded,
+    Example,
+    LoraSettings,
+    TrainLog,
+    encode_example,
+    save_adapter,
+    train_adapter,
+)
+from lab.training.reader_data import PAGES_RETRIEVED as TRAIN_K
 from lab.training.reader_data import TRAIN_DATASETS, WindowExample, build_examples, dev_split, example_messages, mix
-from lab.training.reader_data import K as TRAIN_K
 from raqa.config import RunSettings
 from raqa.reading.readers import READER_CARD
 from raqa.retrieval.corpus import load_corpus
@@ -41,7 +50,7 @@ def encode_window(example: WindowExample, tokenizer, page_tokens: int, shots: in
         return len(tokenizer(text, add_special_tokens=False)["input_ids"])
 
     messages = example_messages(example, page_tokens, count, shots)
-    return encode(Example(tuple(messages), example.target), tokenizer, shared_prefix=True)
+    return encode_example(Example(tuple(messages), example.target), tokenizer, shared_prefix=True)
 
 
 def loss_summary(log: TrainLog, tail: int = 5) -> dict:
@@ -170,7 +179,7 @@ def train_reader(
             bar.update(done - bar.n)
             bar.set_postfix(stats)
 
-        peft_model, log = train(backend.model, encoded, settings, progress)
+        peft_model, log = train_adapter(backend.model, encoded, settings, progress)
     for s in log.steps:
         say(f"step {s['step']}: loss {s['loss']}, first-token loss {s['verdict_loss']}, {s['seconds']} s")
     merged = copy.deepcopy(peft_model).merge_and_unload().to("cpu").eval()
@@ -196,5 +205,5 @@ def train_reader(
             "loss": loss_summary(log),
         },
     }
-    save(out, peft_model, card, log, _readme(card, command), READER_CARD)
+    save_adapter(out, peft_model, card, log, _readme(card, command), READER_CARD)
     return card

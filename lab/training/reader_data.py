@@ -24,6 +24,7 @@ from typing import Literal
 
 from lab.evaluation.positives import PositiveIndex
 from lab.training import TRAIN_DATASETS
+from raqa.config import RunSettings
 from raqa.evaluation.questions import QAItem, load_questions
 from raqa.reading.engine import windows
 from raqa.reading.grounding import about_question
@@ -31,8 +32,8 @@ from raqa.reading.prompts import DEMONSTRATIONS, NOT_FOUND_WORD, build_messages,
 from raqa.retrieval.index import BM25Index, Hit
 from raqa.text import normalize_for_matching, split_sentences
 
-WINDOW_SIZES = (1, 2, 3)
-K = 15  # pages retrieved per question, as in the demo
+TRAINING_WINDOW_SIZES = (1, 2, 3)
+PAGES_RETRIEVED = RunSettings.k  # pages retrieved per question: the demo's K
 Kind = Literal["positive", "negative"]
 CountTokens = Callable[[str], int]
 
@@ -143,7 +144,7 @@ def question_windows(
     count_tokens: CountTokens,
 ) -> tuple[WindowExample | None, WindowExample | None]:
     """At most one positive and one negative window of one question, with a random size and reading order."""
-    size = rng.choice(WINDOW_SIZES)
+    size = rng.choice(TRAINING_WINDOW_SIZES)
     chunks = windows(hits, size, rng.choice(("forward", "backward")))
     rng.shuffle(chunks)
     positive = negative = None
@@ -184,7 +185,7 @@ def build_examples(
         for item in progress(items):
             if kept >= per_kind:
                 break
-            hits = index.search(item.question, K)
+            hits = index.search(item.question, PAGES_RETRIEVED)
             positive, negative = question_windows(item, dataset, hits, positives, rng, page_tokens, count_tokens)
             if positive and negative:
                 chosen += [positive, negative]

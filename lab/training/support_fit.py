@@ -93,7 +93,9 @@ def question_rows(item, hits, readings, anywhere: bool, dataset: str) -> Questio
     return QuestionRows(dataset, tuple(zip(features, right, strict=True)), anywhere)
 
 
-def collect(judge, index, positives, held: dict, progress: Callable[[Iterable], Iterable] = iter) -> list[QuestionRows]:
+def collect_support(
+    judge, index, positives, held: dict, progress: Callable[[Iterable], Iterable] = iter
+) -> list[QuestionRows]:
     """The judge's readings of each held-out dev question's top pages, as rows."""
     out = []
     for dataset, item in progress([(d, item) for d, items in held.items() for item in items]):
@@ -253,7 +255,7 @@ def fit_folder(
     card = judge.card
     index, positives, held, _ = dev_setup(cache_dir, card["settings"]["seed"], card["holdout_questions"], say)
     say(f"reading the top {CONTEXT_RANKS} pages of {sum(map(len, held.values()))} held-out dev questions")
-    rows = collect(judge, index, positives, held, lambda items: tqdm(items, desc="dev questions", unit="q"))
+    rows = collect_support(judge, index, positives, held, lambda items: tqdm(items, desc="dev questions", unit="q"))
     model = fit(rows, folds, precision, max_unanswerable)
     about = {
         "command": command,

@@ -20,8 +20,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 from lab.training import TRAIN_DATASETS
-from lab.training.lora import LoraSettings, TrainLog, encode, save, train
-from lab.training.when_to_retrieve_data import KINDS, data_summary, examples, known_repeats, label, read_labelled
+from lab.training.lora import LoraSettings, TrainLog, encode_example, save_adapter, train_adapter
+from lab.training.when_to_retrieve_data import (
+    ADAPTER_KINDS,
+    data_summary,
+    examples,
+    known_repeats,
+    label_questions,
+    read_labelled,
+)
 from raqa.evaluation.questions import load_questions
 from raqa.retrieval.corpus import load_corpus
 from raqa.retrieval.index import load_or_build
@@ -115,7 +122,7 @@ def train_adapt(
     cache_dir: Path,
     command: str,
     datasets: tuple[str, ...] = TRAIN_DATASETS,
-    kinds: tuple[str, ...] = KINDS,
+    kinds: tuple[str, ...] = ADAPTER_KINDS,
     say: Callable[[str], None] = print,
     balance: bool = False,
     labels: Path | None = None,
@@ -135,7 +142,9 @@ def train_adapt(
     items = [(d, item) for d in datasets for item in load_questions(d, "dev", limit=per_dataset, seed=settings.seed)]
     labelled = read_labelled(labels) if labels else []
     with tqdm(total=0 if labels else len(items), desc="zero-shot labelling", unit="question") as bar:
-        for row in [] if labels else label(items, lambda m: model.generate(m, "base"), index, model.count_tokens):
+        for row in (
+            [] if labels else label_questions(items, lambda m: model.generate(m, "base"), index, model.count_tokens)
+        ):
             labelled.append(row)
             bar.update(1)
             bar.set_postfix(known=sum(x.known for x in labelled))
@@ -154,8 +163,8 @@ def train_adapt(
                 bar.update(done - bar.n)
                 bar.set_postfix(stats)
 
-            encoded = [encode(e, base.tokenizer) for e in chosen]
-            peft_model, log = train(copy.deepcopy(base.model), encoded, settings, progress)
+            encoded = [encode_example(e, base.tokenizer) for e in chosen]
+            peft_model, log = train_adapter(copy.deepcopy(base.model), encoded, settings, progress)
         card = {
             "label": LABELS[kind],
             "kind": kind,
@@ -173,7 +182,7 @@ def train_adapt(
                 "loss": loss_curve(log),
             },
         }
-        save(out / kind, peft_model, card, log, _readme(kind, card), ADAPTER_CARD, BASE_MODEL_ID)
+        save_adapter(out / kind, peft_model, card, log, _readme(kind, card), ADAPTER_CARD, BASE_MODEL_ID)
         say(f"{kind}: {len(chosen)} examples, {log.seconds:.0f} s, loss {card['training']['loss']}")
         cards[kind] = card
         del peft_model

@@ -34,7 +34,7 @@ from raqa.when_to_retrieve.prompts import (
 )
 
 CONTEXT_K = 20  # pages searched for one holding the answer
-KINDS = ("adapt", "never", "always")
+ADAPTER_KINDS = ("adapt", "never", "always")
 
 
 @dataclass(frozen=True)
@@ -69,7 +69,7 @@ def choose_context(
     return text, hit.page.title, hit.rank, False
 
 
-def label(
+def label_questions(
     items: Iterable[tuple[str, QAItem]],
     generate: Callable[[list[dict]], str],
     index: BM25Index,
@@ -110,8 +110,8 @@ def examples(labelled: Sequence[Labelled], kind: str, balance: bool = False) -> 
     """The training examples of one adapter: 'adapt' (Algorithm 1), 'never' or 'always'. With balance, Adapt-LLM's
     known questions are repeated (known_repeats) so that <RET> does not drown them (the examples stay in order:
     the trainer shuffles)."""
-    if kind not in KINDS:
-        raise ValueError(f"Invalid adapter kind: {kind!r}. Choose from: {', '.join(KINDS)}.")
+    if kind not in ADAPTER_KINDS:
+        raise ValueError(f"Invalid adapter kind: {kind!r}. Choose from: {', '.join(ADAPTER_KINDS)}.")
     repeats = known_repeats(labelled) if balance and kind == "adapt" else 1
     out = []
     for x in labelled:
@@ -164,5 +164,5 @@ def data_summary(labelled: Sequence[Labelled]) -> dict:
         "by_dataset": by_dataset,
         "context_has_answer": sum(x.context_has_answer for x in labelled),
         "context_rank_when_it_has_the_answer": dict(sorted(ranks.items(), key=lambda kv: int(kv[0]))),
-        "examples": {kind: len(examples(labelled, kind)) for kind in KINDS},
+        "examples": {kind: len(examples(labelled, kind)) for kind in ADAPTER_KINDS},
     }

@@ -72,7 +72,7 @@ def _row(service, item, form: RunForm) -> BenchmarkRow:
     )
 
 
-def summarise(rows: Sequence[BenchmarkRow]) -> dict:
+def summarise_benchmark(rows: Sequence[BenchmarkRow]) -> dict:
     """Exact match, answer rate, false answers on questions no retrieved page answers, windows and tokens."""
     n = len(rows)
     unanswerable = [r for r in rows if not r.answerable]

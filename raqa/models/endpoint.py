@@ -43,7 +43,7 @@ from raqa.models.openai_stream import estimate_tokens, plan_budget, reply_pieces
 
 log = logging.getLogger(__name__)
 
-TOP_LOGPROBS = 5
+ENDPOINT_TOP_LOGPROBS = 5
 EXCERPT_CHARS = 200  # of an error body shown in a message
 
 
@@ -126,7 +126,7 @@ class EndpointBackend(Backend):
             "model": self.config.model,
             "reported_model": self.served.get("model"),
             "system_fingerprint": self.served.get("system_fingerprint"),
-            "sampling": {"temperature": 0, "logprobs": True, "top_logprobs": TOP_LOGPROBS},
+            "sampling": {"temperature": 0, "logprobs": True, "top_logprobs": ENDPOINT_TOP_LOGPROBS},
         }
 
     def close(self) -> None:
@@ -154,7 +154,7 @@ class EndpointBackend(Backend):
             "temperature": 0,
             "max_tokens": plan_budget(plan, self.count_tokens) if plan else max_new_tokens,
             "logprobs": True,
-            "top_logprobs": TOP_LOGPROBS,
+            "top_logprobs": ENDPOINT_TOP_LOGPROBS,
         }
 
     def _wait(self, attempt: int, asked: float | None, reason: str) -> None:

@@ -37,7 +37,7 @@ THREADS = 2  # the machines this runs on (a Space's CPU Basic, these developers'
 # 45 s on 2, 52 s on 4 (assets/results/slots.json); 2 stays so the reader's and the grader's prompts each keep a slot
 SLOTS = 2
 SLOT_CONTEXT = 8192  # tokens per slot: a Top-K prompt over 15 pages of 320 tokens is about 5,300
-TOP_LOGPROBS = 10
+LLAMACPP_TOP_LOGPROBS = 10
 _END = object()
 
 
@@ -126,7 +126,7 @@ class LlamaCppBackend(Backend):
             "max_tokens": max_tokens,
             "temperature": 0,
             "logprobs": True,
-            "top_logprobs": TOP_LOGPROBS,
+            "top_logprobs": LLAMACPP_TOP_LOGPROBS,
             "stream": stream,
         }
 

@@ -14,7 +14,7 @@ from raqa.evaluation.live_benchmark import (
     BenchmarkRow,
     benchmark_questions,
     run_benchmark,
-    summarise,
+    summarise_benchmark,
     to_csv,
 )
 from raqa.models.base import ModelError
@@ -31,7 +31,7 @@ def running_scores(rows: list[BenchmarkRow]) -> go.Figure:
     """Exact match and answers given to unanswerable questions, as running shares after each question."""
     xs, em, false = [], [], []
     for i in range(1, len(rows) + 1):
-        s = summarise(rows[:i])
+        s = summarise_benchmark(rows[:i])
         xs.append(i)
         em.append(s["exact_match"])
         false.append(s["false_answers_unanswerable"] / s["unanswerable"] if s["unanswerable"] else None)
@@ -75,14 +75,19 @@ def benchmark(service, dataset_label, n, form: RunForm):
         return
     rows: list[BenchmarkRow] = []
     empty = gr.DownloadButton(value=None, visible=False)
-    yield _progress(0, len(items), summarise(rows)), [], message_figure("Scores appear as questions finish."), empty
+    yield (
+        _progress(0, len(items), summarise_benchmark(rows)),
+        [],
+        message_figure("Scores appear as questions finish."),
+        empty,
+    )
     for row in run_benchmark(service, items, form):
         rows.append(row)
         table = [
             [r.question, r.gold, r.answer, r.exact_match, r.answerable, r.windows_read, r.tokens, round(r.seconds, 1)]
             for r in rows
         ]
-        yield _progress(len(rows), len(items), summarise(rows)), table, safe(running_scores, rows), gr.skip()
+        yield _progress(len(rows), len(items), summarise_benchmark(rows)), table, safe(running_scores, rows), gr.skip()
     with temporary_folder("raqa-benchmark-") as folder:
         path = folder / f"raqa-benchmark-{len(rows)}.csv"
         path.write_text(to_csv(rows), encoding="utf-8")
