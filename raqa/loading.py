@@ -165,7 +165,7 @@ def load_service(
     index = load_or_build(pages, config.cache_dir, progress=lambda message, fraction: progress(message))
     timings["index_s"] = time.perf_counter() - start
     start = time.perf_counter()
-    service = cls(config, pages, index, backend, corpus_name(config.corpus), timings)
+    service = cls(config, pages, index, backend=backend, corpus_label=corpus_name(config.corpus), timings=timings)
     if backend is None and load_model:
         service.backend = _small_model(config, progress, defer_small and _defers(config))
         if config.model is None and config.adapter is None:  # the shipped adapters fit the embedded model only

@@ -15,7 +15,6 @@ Left out here: rendering (web/), printing (cli/) and scoring (evaluation/).
 
 from __future__ import annotations
 
-import functools
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -26,7 +25,7 @@ from raqa.models.base import Backend, ModelError
 from raqa.models.local import TransformersBackend
 from raqa.reading.engine import run
 from raqa.reading.events import RunEvent
-from raqa.reading.grader import Grader, load_thresholds
+from raqa.reading.grader import Grader, shipped_thresholds
 from raqa.reading.judge import AnswerJudge
 from raqa.reading.line import OFFER_AFTER_S, Line, new_line
 from raqa.reading.readers import BASE_READER, Reader
@@ -37,12 +36,6 @@ from raqa.retrieval.index import BM25Index
 # Runs the page serves at once when its model shares forward passes between them (models/batcher.py); a model
 # that does not (an endpoint, transformers' own forward) serves one run at a time, as the queue always did.
 CONCURRENT_RUNS = 8
-
-
-@functools.cache
-def _grader_thresholds() -> tuple[float, float | None]:
-    """The grader's calibrated cuts, read from assets/grader/grader.json once per process, not once per run."""
-    return load_thresholds()
 
 
 @dataclass(frozen=True)
@@ -125,7 +118,7 @@ class Service:
         if form.reader is not None and not isinstance(form.reader, str):
             raise SettingsError(f"The reader must be a name, got {type(form.reader).__name__}.")
         reader, backend, settings, judge = self.reading(form.reader, settings)
-        return RunPlan(question, reader, backend, settings, judge, self.grader(reader, backend))
+        return RunPlan(question, reader, backend, settings=settings, judge=judge, grader=self.grader(reader, backend))
 
     def reading(
         self, reader: str | None, settings: RunSettings
@@ -152,12 +145,19 @@ class Service:
         """The grader of a graded reader (its own model, with the calibrated thresholds); None for the others."""
         if not reader.graded:
             return None
-        weak, answered = _grader_thresholds()
+        weak, answered = shipped_thresholds()
         return Grader(backend, weak, answered)
 
     def events(self, plan: RunPlan) -> Iterator[RunEvent]:
         """The engine's events for the plan, RunStarted ... Final, with its wait in its model's line after its pages."""
-        events = run(plan.question, self.searcher(plan.settings), plan.backend, plan.settings, plan.judge, plan.grader)
+        events = run(
+            plan.question,
+            self.searcher(plan.settings),
+            plan.backend,
+            settings=plan.settings,
+            judge=plan.judge,
+            grader=plan.grader,
+        )
         offer = (lambda: None) if plan.backend is self.backend else self.small_model_offer
         return self.line(plan.backend).through(events, offer)
 

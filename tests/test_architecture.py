@@ -294,3 +294,30 @@ def test_the_name_check_would_catch_a_name_defined_twice(tmp_path):
         (tmp_path / folder / "m.py").write_text("import logging\n" + text)
     modules = [tmp_path / "a" / "m.py", tmp_path / "b" / "m.py"]
     assert defined_twice(modules, tmp_path) == {"K": ["a/m.py", "b/m.py"]}  # each module's own logger is no clash
+
+
+MAX_POSITIONAL = 3  # in a call of more than five arguments; the rest say which field they fill
+
+
+def long_positional_calls(path: Path, root: Path = ROOT) -> list[str]:
+    """Calls of more than five arguments passing more than three positionally, where a reader must count to know
+    which value is which field. A call listing names (`stated(args, "limit", "seed", ...)`) is a list, not fields."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not isinstance(node, ast.Call) or len(node.args) + len(node.keywords) <= 5:
+            continue
+        listed = all(isinstance(a, ast.Starred) or isinstance(getattr(a, "value", None), str) for a in node.args[1:])
+        if len(node.args) > MAX_POSITIONAL and not listed:
+            found.append(f"{path.relative_to(root)}:{node.lineno} {ast.unparse(node.func)}")
+    return found
+
+
+def test_calls_of_more_than_five_arguments_name_them():
+    """engine.py once built a WindowVerdict from ten positional values; now every such call says what it fills."""
+    assert [call for p in [*MODULES, ROOT / "app.py"] for call in long_positional_calls(p)] == []
+
+
+def test_the_call_check_would_catch_positional_fields(tmp_path):
+    module = tmp_path / "m.py"
+    module.write_text('f(1, 2, 3, 4, 5, 6)\nf(1, 2, 3, d=4, e=5, g=6)\nstated(args, "a", "b", "c", "d", "e")\n')
+    assert long_positional_calls(module, tmp_path) == ["m.py:1 f"]

@@ -1,4 +1,4 @@
-"""The Ask tab's run outputs with their downloads (ask_layout.with_downloads): every output of a run reaches the page
+"""The Ask tab's run outputs with their downloads (page_runs.with_downloads): every output of a run reaches the page
 once, as soon as it is made, and the downloads come with the last, never in an update after it that repeats it."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from scripted import ScriptedBackend
 from raqa.config import RunSettings
 from raqa.reading.engine import run
 from raqa.reading.events import to_json
-from raqa.web import ask_layout
-from raqa.web.ask_layout import with_downloads
+from raqa.web import page_runs
+from raqa.web.page_runs import with_downloads
 
 QUESTION = "Who painted the Mona Lisa?"
 
@@ -46,14 +46,14 @@ class Outputs:
 def written(monkeypatch) -> list[Path]:
     """The download files with_downloads writes, as it writes them (the buttons hold Gradio's copies)."""
     paths: list[Path] = []
-    write = ask_layout.write_exports
+    write = page_runs.write_exports
 
     def write_and_note(events, folder):
         made = write(events, folder)
         paths.extend(made)
         return made
 
-    monkeypatch.setattr(ask_layout, "write_exports", write_and_note)
+    monkeypatch.setattr(page_runs, "write_exports", write_and_note)
     return paths
 
 

@@ -18,7 +18,7 @@ from raqa.config import AppConfig
 from raqa.retrieval.corpus import Page
 from raqa.retrieval.index import BM25Index
 from raqa.service import Service
-from raqa.web import ask_layout
+from raqa.web import page_runs
 
 pytestmark = pytest.mark.e2e
 
@@ -133,7 +133,7 @@ def test_run_clicked_as_an_answer_shows_keeps_its_own_answer_and_downloads(brows
     downloads once came in an update after the answer that repeated it, and that update landed on the new run."""
     first, second = "When do owls hunt?", "Where do zebras live?"  # one window each
     written = threading.Event()
-    write = ask_layout.write_exports
+    write = page_runs.write_exports
 
     def slow_write(events, folder):
         paths = write(events, folder)
@@ -142,7 +142,7 @@ def test_run_clicked_as_an_answer_shows_keeps_its_own_answer_and_downloads(brows
             written.set()
         return paths
 
-    monkeypatch.setattr(ask_layout, "write_exports", slow_write)
+    monkeypatch.setattr(page_runs, "write_exports", slow_write)
     _, demo, tab = _batching_page(browser, tmp_path, [*_fruit_pages(), Page("owl", "Owls", "Owls hunt at night.")])
     try:
         _ask(tab, first)

@@ -63,7 +63,14 @@ def _measure(args: argparse.Namespace, ready: Ready, command: str) -> Measuremen
     items = [(d, tests[d][i]) for i in range(args.limit) for d in args.datasets if i < len(tests[d])]
     with counter_bar("experiment badges", len(items)) as bar:
         rows = run_rows(
-            items, service.index, backend, judge, base, PositiveIndex(service.pages), rows_path, lambda: bar.update(1)
+            items,
+            service.index,
+            backend,
+            judge=judge,
+            base=base,
+            positives=PositiveIndex(service.pages),
+            rows_path=rows_path,
+            progress=lambda: bar.update(1),
         )
     about = {
         "sample": {"split": "test", "limit": args.limit, "seed": args.seed, "questions": len(rows)},

@@ -51,7 +51,9 @@ def _measure_experiment(args: argparse.Namespace, ready: Ready, command: str) ->
     default_rows = service.config.cache_dir / "experiments" / f"{experiment.name}-{label}.rows.jsonl"
     rows = (Path(args.rows) if args.rows else default_rows) if experiment.needs_model else None
     limit, pool, bar = ready.loaded["limit"], ready.loaded["pool"], progress_bar(experiment.name)
-    run = registry.run_entry(experiment, service, args.dataset, pool, limit, options, bar, rows)
+    run = registry.run_entry(
+        experiment, service, args.dataset, pool=pool, limit=limit, options=options, progress=bar, rows=rows
+    )
     # the registry states the command (and the server); a record kept in its own folder says so, so that rerunning
     # it writes it there again
     run.about["command"] += options_line(out=args.out, rows=args.rows)
@@ -127,7 +129,15 @@ def _measure_adapt(args: argparse.Namespace, ready: Ready, command: str) -> Meas
     sample = {"limit": args.limit, "seed": args.seed, "adapters": args.adapters}
     rows = adapt_rows(rows_path, key)
     run = run_eval_adapt(
-        ready.loaded["sets"], popqa, model, search, ready.loaded["folders"], service, sample, counter_bar, rows
+        ready.loaded["sets"],
+        popqa,
+        model,
+        search=search,
+        folders=ready.loaded["folders"],
+        service=service,
+        sample=sample,
+        bar=counter_bar,
+        rows=rows,
     )
     label = "+".join(args.datasets) + ("+popqa" if popqa else "") + (f"-{slug(args.endpoint)}" if args.endpoint else "")
 

@@ -70,8 +70,8 @@ def cmd_train_judge(args: argparse.Namespace) -> int:
         if args.measure_only:
             card = remeasure(out, cache, command_line("train judge", measure_only=True, out=args.out), say)
         else:
-            command = _judge_command(args)
-            card = train_judge(out, settings, cache, command, args.limit, args.holdout, args.test_pairs, say=say)
+            sizes = {"limit": args.limit, "holdout": args.holdout, "test_per_kind": args.test_pairs}
+            card = train_judge(out, settings, cache, command=_judge_command(args), say=say, **sizes)
     except (ValueError, ModelError) as e:
         return error(e)
     print(_judge_summary(card))
@@ -100,7 +100,8 @@ def cmd_fit_support(args: argparse.Namespace) -> int:
     command = command_line("train support", **stated(args, "precision", "max_unanswerable", "folds", "out"))
     cache = Path(args.cache or default_cache_dir())
     try:
-        model = fit_folder(Path(args.out), cache, command, args.folds, args.precision, args.max_unanswerable, say)
+        limits = {"folds": args.folds, "precision": args.precision, "max_unanswerable": args.max_unanswerable}
+        model = fit_folder(Path(args.out), cache, command, say=say, **limits)
     except (ModelError, KeyError) as e:
         return error(e)
     print(

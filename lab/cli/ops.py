@@ -103,7 +103,9 @@ def load_test_readers(args: argparse.Namespace) -> int:
     long_reply = [{"role": "user", "content": pages + "\n\nRetell what these pages say, in about 100 words."}]
     readers = {"load": GRADED_READER.name, "load_small_model": BASE_READER.name}
     form = RunForm(window=args.window, k=args.k)
-    groups = reader_load.measure_reader_load(service, readers, visitors, questions[1:], form, args.solo, progress=say)
+    groups = reader_load.measure_reader_load(
+        service, readers, visitors, questions=questions[1:], form=form, solo=args.solo, progress=say
+    )
     say("Decode: streamed through the page's backend against llama.cpp's own figure, here and alone")
     gguf = str(assembled(QWEN_1P5B, service.config.cache_dir))  # joined at load: this only finds it
     speed = reader_load.decode_parity(big, long_reply, gguf=gguf)

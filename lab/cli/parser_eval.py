@@ -110,9 +110,9 @@ def _eval_adapt(sub) -> None:
         sub,
         "when_to_retrieve",
         "NR-LLM, AR-LLM, Adapt-LLM (and popularity) on test questions",
-        200,
-        "RAQA_CACHE/eval-adapt/rows.jsonl",
-        "experiments:cmd_eval_adapt",
+        limit=200,
+        rows="RAQA_CACHE/eval-adapt/rows.jsonl",
+        target="experiments:cmd_eval_adapt",
     )
     evaluate.add_argument("--adapters", default="assets/adapt", help="folder holding adapt/, never/ and always/")
     evaluate.add_argument("--popqa", help="a PopQA-format TSV (question, possible_answers, s_pop): adds the baseline")
@@ -123,9 +123,9 @@ def _eval_pipeline(sub) -> None:
         sub,
         "pipeline",
         "every decision policy and reader, with abstention, on test",
-        300,
-        "RAQA_CACHE/eval-pipeline/rows.jsonl",
-        "pipeline_eval:cmd_eval_pipeline",
+        limit=300,
+        rows="RAQA_CACHE/eval-pipeline/rows.jsonl",
+        target="pipeline_eval:cmd_eval_pipeline",
     )
     evaluate.add_argument("--dev", type=int, default=60, help="dev questions per dataset to choose thresholds on")
 
@@ -135,9 +135,9 @@ def _eval_badges(sub) -> None:
         sub,
         "badges",
         "the badge per question on test, before and after the support model",
-        300,
-        "beside the record, badges-<datasets>.rows.jsonl",
-        "badges:cmd_eval_badges",
+        limit=300,
+        rows="beside the record, badges-<datasets>.rows.jsonl",
+        target="badges:cmd_eval_badges",
     )
 
 

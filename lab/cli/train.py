@@ -31,15 +31,15 @@ def cmd_train_reader(args: argparse.Namespace) -> int:
     settings = replace(READER_LORA, **stated(args, *LORA, "verdict_weight", "page_tokens"), batch=args.accumulation)
     options = ("limit", "epochs", "lr", "rank", "alpha", "accumulation", "verdict_weight", "page_tokens")
     command = command_line("train reader", **stated(args, *options, "calibration", "seed", "out"))
-    card = reader_training.train_reader(
-        Path(args.out), args.limit, settings, _cache(args), command, args.calibration, say=say
-    )
+    where = {"cache_dir": _cache(args), "command": command, "calibration_per_kind": args.calibration}
+    card = reader_training.train_reader(Path(args.out), args.limit, settings, say=say, **where)
     print(json.dumps({k: card[k] for k in ("answer_threshold", "calibration", "wall_seconds")}, indent=1))
     return 0
 
 
-def _adapt_kinds(args: argparse.Namespace) -> tuple[str, ...]:
-    """The adapters --kinds asks for, after checking the options; ValueError saying which is wrong."""
+def _adapt_choices(args: argparse.Namespace) -> dict:
+    """The training sets, the adapters --kinds asks for, the balance and the labels file, after checking the options;
+    ValueError saying which is wrong."""
     kinds = tuple(k.strip() for k in args.kinds.split(",") if k.strip())
     if args.limit < 1:
         raise ValueError(f"--limit must be 1 or more, got {args.limit}.")
@@ -47,7 +47,8 @@ def _adapt_kinds(args: argparse.Namespace) -> tuple[str, ...]:
         raise ValueError(f"Invalid --kinds {args.kinds!r}. Choose from: {', '.join(ADAPTER_KINDS)} (comma-separated).")
     if args.labels and not Path(args.labels).is_file():
         raise ValueError(f"--labels {args.labels}: no such file.")
-    return kinds
+    labels = Path(args.labels) if args.labels else None
+    return {"datasets": tuple(args.datasets), "kinds": kinds, "balance": args.balance, "labels": labels}
 
 
 def cmd_train_adapt(args: argparse.Namespace) -> int:
@@ -55,15 +56,15 @@ def cmd_train_adapt(args: argparse.Namespace) -> int:
 
     settings = replace(ADAPT_LORA, **stated(args, *LORA, "batch", "micro_batch"))
     try:
-        kinds = _adapt_kinds(args)
+        chosen = _adapt_choices(args)
         settings.check()
     except ValueError as e:
         return error(e)
     options = ("limit", "datasets", "epochs", "lr", "rank", "alpha", "batch", "micro_batch", "seed", "out")
-    command = command_line("train adapt", **stated(args, *options, "balance", "labels"), kinds=_stated(kinds))
-    labels = Path(args.labels) if args.labels else None
-    chosen = {"datasets": tuple(args.datasets), "kinds": kinds, "balance": args.balance, "labels": labels}
-    result = train_adapt(Path(args.out), args.limit, settings, _cache(args), command, say=say, **chosen)
+    command = command_line("train adapt", **stated(args, *options, "balance", "labels"), kinds=_stated(chosen["kinds"]))
+    result = train_adapt(
+        Path(args.out), args.limit, settings, cache_dir=_cache(args), command=command, say=say, **chosen
+    )
     print(json.dumps({"wall_seconds": result["wall_seconds"], "data": result["data"]}, indent=1))
     return 0
 

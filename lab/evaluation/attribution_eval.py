@@ -116,7 +116,9 @@ def summarise_attribution(rows: Sequence[dict]) -> dict:
 
 def attribution_experiment(items, index, backend, settings, judge, positives, per_kind: int, progress) -> dict:
     """The experiment's results: its summary, the rows it was made from, and how many windows were read."""
-    rows, read = collect_attributions(items, index, backend, settings, judge, positives, per_kind, progress)
+    rows, read = collect_attributions(
+        items, index, backend, settings=settings, judge=judge, positives=positives, per_kind=per_kind, progress=progress
+    )
     return {
         "window": settings.window,
         "k": settings.k,

@@ -167,7 +167,9 @@ def run_rows(
             "before": RuleJudge(judge, None, readings, judge_lock),
             "after": RuleJudge(judge, judge.support, readings, judge_lock),
         }
-        return badge_row(item, dataset, index, SharedReplies(backend), judges, base, positives)
+        return badge_row(
+            item, dataset, index, backend=SharedReplies(backend), judges=judges, base=base, positives=positives
+        )
 
     with RowsFile(rows_path, None, lambda row: row["id"]) as rows:  # the file is named after its settings
         return resumed(items, rows, lambda work: work[1].id, make, progress)

@@ -38,12 +38,16 @@ def run_eval_adapt(
     results: dict = {"datasets": {}, "rows": {}}
     for dataset, items in sets.items():
         with bar(f"experiment when_to_retrieve {dataset}", len(items)) as shown:
-            made = evaluate_policies(items, model, search, lambda shown=shown: shown.update(1), rows, dataset)
+            made = evaluate_policies(
+                items, model, search, progress=lambda shown=shown: shown.update(1), rows=rows, group=dataset
+            )
         results["datasets"][dataset] = summarise_policies(made)
         results["rows"][dataset] = made
     if popqa:
         with bar("experiment when_to_retrieve popqa", len(popqa)) as shown:
-            pop = popularity_rows(popqa, model, search, sample["seed"], lambda: shown.update(1), rows)
+            pop = popularity_rows(
+                popqa, model, search, seed=sample["seed"], progress=lambda: shown.update(1), rows=rows
+            )
         summary = summarise_policies(pop["rows"])
         results["datasets"]["popqa"] = {**summary, "threshold": pop["threshold"], "dev_n": pop["dev_n"]}
         results["rows"]["popqa"] = pop["rows"]

@@ -62,7 +62,7 @@ def final_or_none(question: str, index: BM25Index, backend, settings: RunSetting
         final = run_to_final(question, index, backend, settings, judge)
         return final if isinstance(final, Final) else None
 
-    return remembered(call_key("run", question, (), settings, backend, judge), make)
+    return remembered(call_key("run", question, (), settings=settings, backend=backend, judge=judge), make)
 
 
 def finals_of(items: Sequence[QAItem], index, backend, settings: RunSettings, judge=None, progress=None) -> list:

@@ -258,7 +258,9 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     with rows_path.open("a") as sink:
         for dataset in ("nq", "triviaqa"):
-            for item, kind in draw(service, dataset, "dev", args.per_kind, args.seed, args.per_kind // 2):
+            for item, kind in draw(
+                service, dataset, "dev", per_kind=args.per_kind, seed=args.seed, no_answer=args.per_kind // 2
+            ):
                 hits = tuple(probe.search(item.question, 15))
                 holds = [is_positive(h.page.text, item.answers) for h in hits]
                 chosen = [(i, "gold") for i in range(len(hits)) if holds[i]][:1]

@@ -251,7 +251,9 @@ def main(argv: list[str] | None = None) -> int:
     rows = RowsFile(rows_path, None, lambda r: (r["dataset"], r["id"], r["reader"]))
     work = []
     for dataset in args.datasets.split(","):
-        for item, kind in draw(service, dataset, args.split, args.per_kind, args.seed, args.no_answer):
+        for item, kind in draw(
+            service, dataset, args.split, per_kind=args.per_kind, seed=args.seed, no_answer=args.no_answer
+        ):
             work += [(dataset, item, kind, reader) for reader in readers]
     todo = [w for w in work if rows.get((w[0], w[1].id, w[3])) is None]
     print(f"{len(work)} runs, {len(todo)} to do", file=sys.stderr)

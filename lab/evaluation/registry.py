@@ -78,17 +78,23 @@ def _topk_vs_iterative(i: Inputs) -> dict:
 
 
 def _window_order(i: Inputs) -> dict:
-    return experiments.window_order(i.pool, i.service.index, i.service.backend, i.base, i.positives, i.progress)
+    return experiments.window_order(
+        i.pool, i.service.index, i.service.backend, base=i.base, positives=i.positives, progress=i.progress
+    )
 
 
 def _negative_windows(i: Inputs) -> dict:
     s = i.service
-    return experiments.negative_windows(i.pool, s.index, s.backend, i.base, i.positives, i.limit, i.progress)
+    return experiments.negative_windows(
+        i.pool, s.index, s.backend, base=i.base, positives=i.positives, per_kind=i.limit, progress=i.progress
+    )
 
 
 def _unanswerable(i: Inputs) -> dict:
     s = i.service
-    return experiments.unanswerable(i.pool, s.index, s.backend, i.base, i.positives, i.limit, i.progress)
+    return experiments.unanswerable(
+        i.pool, s.index, s.backend, base=i.base, positives=i.positives, per_kind=i.limit, progress=i.progress
+    )
 
 
 def _reader_comparison(i: Inputs) -> dict:
@@ -113,14 +119,14 @@ def _reader_comparison(i: Inputs) -> dict:
         i.pool,
         lost_pool,
         i.service.index,
-        readers,
-        i.positives,
-        i.limit,
-        o.questions,
-        o.unanswerable,
-        i.progress,
-        judge,
-        o.window,
+        readers=readers,
+        positives=i.positives,
+        per_kind=i.limit,
+        questions_per_order=o.questions,
+        unanswerable_questions=o.unanswerable,
+        progress=i.progress,
+        judge=judge,
+        window=o.window,
     )
 
 
@@ -130,7 +136,14 @@ def _reading_defaults(i: Inputs) -> dict:
 
     _, backend, settings, judge = i.service.reading(BASE_READER.name, i.base)
     return reading_defaults.reading_defaults(
-        i.pool, i.service.index, backend, settings, i.positives, i.limit, i.progress, judge
+        i.pool,
+        i.service.index,
+        backend,
+        base=settings,
+        positives=i.positives,
+        per_kind=i.limit,
+        progress=i.progress,
+        judge=judge,
     )
 
 
@@ -139,7 +152,14 @@ def _attribution(i: Inputs) -> dict:
 
     _, backend, settings, judge = i.service.reading(BASE_READER.name, i.base)
     return attribution_eval.attribution_experiment(
-        i.pool, i.service.index, backend, settings, judge, i.positives, i.limit, i.progress
+        i.pool,
+        i.service.index,
+        backend,
+        settings=settings,
+        judge=judge,
+        positives=i.positives,
+        per_kind=i.limit,
+        progress=i.progress,
     )
 
 
@@ -270,7 +290,9 @@ def run_entry(
     appended as they are made, so an interrupted run resumes and a rerun recomputes the record from the rows."""
     preload_readers(experiment, service, options.reader)
     base = RunSettings(window=options.window, page_order=options.page_order)  # every experiment's windows
-    inputs = Inputs(service, pool, PositiveIndex(service.pages), limit, options, progress, base)
+    inputs = Inputs(
+        service, pool, PositiveIndex(service.pages), limit=limit, options=options, progress=progress, base=base
+    )
     journal = call_journal.rows_file(rows, journal_key(service, experiment)) if rows else None
     resumed_from = len(journal.rows) if journal else 0
     with calls_at_once(options.concurrency), call_journal.journaled(journal, page_lookup(service.pages)):

@@ -234,13 +234,17 @@ def popularity_rows(
     shuffled = random.Random(seed).sample(list(items), len(items))
     dev, test = shuffled[: len(shuffled) // 2], shuffled[len(shuffled) // 2 :]
     qa = {it.id: QAItem(it.id, it.question, it.answers) for it in shuffled}
-    dev_rows = evaluate_policies([qa[it.id] for it in dev], model, search, progress, rows, "popqa-dev")
+    dev_rows = evaluate_policies(
+        [qa[it.id] for it in dev], model, search, progress=progress, rows=rows, group="popqa-dev"
+    )
     tuned = tune_threshold(
         [it.popularity for it in dev],
         [r["never"]["accuracy"] for r in dev_rows],
         [r["always"]["accuracy"] for r in dev_rows],
     )
-    test_rows = evaluate_policies([qa[it.id] for it in test], model, search, progress, rows, "popqa-test")
+    test_rows = evaluate_policies(
+        [qa[it.id] for it in test], model, search, progress=progress, rows=rows, group="popqa-test"
+    )
     for it, row in zip(test, test_rows, strict=True):
         reuse = _Reuse(row)
         events = list(decide(it.question, "popularity", reuse, search, Popularity(it.popularity, tuned.threshold)))

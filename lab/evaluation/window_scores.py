@@ -52,7 +52,7 @@ def _judge_p(v: WindowVerdict) -> float | None:
 
 def read_fixed_window(question: str, window, backend, settings: RunSettings, judge=None) -> WindowVerdict:
     """engine.window_verdict, from the call journal when it holds it (call_journal.py)."""
-    key = call_key("window", question, [h.page.id for h in window], settings, backend, judge)
+    key = call_key("window", question, [h.page.id for h in window], settings=settings, backend=backend, judge=judge)
     return remembered(key, lambda: window_verdict(question, window, backend, settings, judge))
 
 

@@ -195,7 +195,7 @@ def accuracy_figure(record: dict) -> go.Figure:
         for colour, policy in zip(COLOURS, policies, strict=False):
             names = [f"{name} (n={d['n']})" for name, d in datasets.items() if policy in d["policies"]]
             estimates = [d["policies"][policy][metric] for d in datasets.values() if policy in d["policies"]]
-            _bars(figure, names, estimates, POLICY_NAMES[policy], colour, _cell(col, policy))
+            _bars(figure, names, estimates, name=POLICY_NAMES[policy], colour=colour, where=_cell(col, policy))
     figure.update_yaxes(tickformat=".0%", title_text="share of questions", col=1)
     figure.update_layout(title="When to retrieve: accuracy by policy (95% intervals)", barmode="group", **LAYOUT)
     return figure
@@ -212,7 +212,7 @@ def ret_rate_figure(record: dict) -> go.Figure:
         "top BM25 page holds a gold answer": "top_page_has_answer",
     }
     for colour, (label, key) in zip(COLOURS, series.items(), strict=False):
-        _bars(figure, names, [d[key] for d in datasets.values()], label, colour, {})
+        _bars(figure, names, [d[key] for d in datasets.values()], name=label, colour=colour, where={})
     figure.update_layout(
         title="How often Adapt-LLM asks for retrieval",
         barmode="group",
@@ -234,7 +234,7 @@ def table3_figure(record: dict) -> go.Figure:
         ]
         for colour, which in zip(COLOURS, ("with_context", "without_context"), strict=False):
             estimates = [groups[g][which]["accuracy"] for g in ("asked_ret", "answered_directly")]
-            _bars(figure, labels, estimates, which.replace("_", " "), colour, _cell(col, which))
+            _bars(figure, labels, estimates, name=which.replace("_", " "), colour=colour, where=_cell(col, which))
     figure.update_yaxes(tickformat=".0%", title_text="accuracy (contains gold)", col=1)
     title = "Adapt-LLM's decisions: accuracy with and without context (Table 3)"
     figure.update_layout(title=title, barmode="group", **LAYOUT)

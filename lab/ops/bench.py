@@ -291,12 +291,21 @@ def run_bench(args: argparse.Namespace, config: AppConfig) -> tuple[BenchResults
                 index,
                 backend,
                 questions[:speed_questions],
-                questions[:VERDICT_QUESTIONS],
-                not getattr(args, "no_llama_cpp", False),
-                decode,
+                verdict_questions=questions[:VERDICT_QUESTIONS],
+                with_llama_cpp=not getattr(args, "no_llama_cpp", False),
+                decode=decode,
             )
     results = BenchResults(
-        index_times, latency, model_load, throughput, start, asked, verdicts, tokens, watch.shares, speed
+        index_times,
+        latency,
+        model_load,
+        throughput=throughput,
+        start=start,
+        ask_start=asked,
+        verdicts=verdicts,
+        tokens=tokens,
+        others_cpu=watch.shares,
+        speed=speed,
     )
     return results, corpus_name(config.corpus), backend.name
 

@@ -132,9 +132,9 @@ def retrieval_latency(
         len(questions),
         percentile(ours, 50),
         percentile(ours, 95),
-        len(subset),
-        percentile(theirs, 50),
-        percentile(theirs, 95),
+        baseline_queries=len(subset),
+        rank_bm25_p50_ms=percentile(theirs, 50),
+        rank_bm25_p95_ms=percentile(theirs, 95),
     )
 
 
@@ -194,9 +194,9 @@ def model_throughput(backend: TransformersBackend, pages: Sequence[Page]) -> Thr
         params,
         BENCH_PREFILL_TOKENS,
         BENCH_PREFILL_TOKENS / min(prefill),
-        THROUGHPUT_DECODE_TOKENS,
-        THROUGHPUT_DECODE_TOKENS / min(decode),
-        matmul_gflops(),
+        decode_tokens=THROUGHPUT_DECODE_TOKENS,
+        decode_tok_s=THROUGHPUT_DECODE_TOKENS / min(decode),
+        matmul_gflops=matmul_gflops(),
     )
 
 

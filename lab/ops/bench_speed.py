@@ -192,13 +192,13 @@ def compare_speed(
         VerdictTimes(tuple(verdicts["off"])),
         VerdictTimes(tuple(verdicts["on"])),
         replies_off,
-        replies_on,
-        sum(replies_off.seconds),
-        together_on,
-        llama,
-        why,
-        replies_exact,
-        decode,
+        replies_on=replies_on,
+        together_off_s=sum(replies_off.seconds),
+        together_on_s=together_on,
+        llama_cpp=llama,
+        llama_cpp_error=why,
+        replies_exact=replies_exact,
+        decode=decode,
     )
 
 

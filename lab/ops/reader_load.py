@@ -167,7 +167,9 @@ def measure_reader_load(
                     taker = (questions[cursor], form.replace(reader=readers["load_small_model"]))
                     cursor += 1
                 progress(f"{reader}: {n} visitor(s) at once, {len(asked)} question(s)")
-                result = reader_group(url, service, asked, form.replace(reader=reader), n == 1, taker)
+                result = reader_group(
+                    url, service, asked, form=form.replace(reader=reader), one_by_one=n == 1, taker=taker
+                )
                 out[key][f"sessions_{n}"] = result
                 progress(
                     f"  p50 {result['p50_s']:.1f} s, p95 {result['p95_s']:.1f} s, first progress max "

@@ -113,7 +113,7 @@ def _one_session(
             question,
             seconds,
             len(events),
-            events,
+            events=events,
             first_progress_s=first.get("progress"),
             first_verdict_s=first.get("window_verdict"),
         )
@@ -138,7 +138,9 @@ def drive_sessions(
 
     def work(i: int) -> None:
         nonlocal done
-        results[i] = _one_session(url, questions[i], form, start, timeout, first_sign_only)
+        results[i] = _one_session(
+            url, questions[i], form, start=start, timeout=timeout, first_sign_only=first_sign_only
+        )
         with lock:
             done += 1
             if progress:
@@ -284,6 +286,11 @@ def reliability_record(kind: str, command: str, service: Service, results: dict,
 if __name__ == "__main__":  # the child of drive_sessions_apart: a job on stdin, the sessions' results on stdout
     _job = json.load(sys.stdin)
     _results = drive_sessions(
-        _job["url"], _job["questions"], RunForm(**_job["form"]), _job["timeout"], None, _job["first_sign_only"]
+        _job["url"],
+        _job["questions"],
+        RunForm(**_job["form"]),
+        timeout=_job["timeout"],
+        progress=None,
+        first_sign_only=_job["first_sign_only"],
     )
     print(json.dumps([asdict(r) for r in _results]))

@@ -149,7 +149,13 @@ def main(argv: Iterable[str] | None = None) -> int:
     runs: dict[str, Run] = {}
     began = time.perf_counter()
     runs["local"] = run_entry(
-        experiment, service, args.dataset, pool, args.limit, Options(seed=args.seed), _bar(f"{args.experiment} local")
+        experiment,
+        service,
+        args.dataset,
+        pool=pool,
+        limit=args.limit,
+        options=Options(seed=args.seed),
+        progress=_bar(f"{args.experiment} local"),
     )
     context = service.backend.context_tokens  # the same page cuts as the local model's
     with llama_cpp_server(embedded_model_path(), context) as url:
@@ -175,10 +181,10 @@ def main(argv: Iterable[str] | None = None) -> int:
                 experiment,
                 served,
                 args.dataset,
-                pool,
-                args.limit,
-                options,
-                _bar(f"{args.experiment} server, {n} at once"),
+                pool=pool,
+                limit=args.limit,
+                options=options,
+                progress=_bar(f"{args.experiment} server, {n} at once"),
             )
     command = " ".join(
         [command_line("lab.ops.server_experiment"), *map(shlex.quote, sys.argv[1:] if argv is None else argv)]

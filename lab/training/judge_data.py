@@ -118,7 +118,16 @@ def question_pairs(
         label, start, answer = label_page(item.question, item.answers, hit.page, positives, min_shared)
         counts[label] += 1
         if label == "positive" or (label == "negative" and hit.rank <= k):
-            pair = JudgePair(dataset, item.id, item.question, item.answers, hit.page, hit.rank, start, answer)
+            pair = JudgePair(
+                dataset,
+                item.id,
+                item.question,
+                answers=item.answers,
+                page=hit.page,
+                rank=hit.rank,
+                start=start,
+                answer=answer,
+            )
             found[label].append(pair)
     chosen_positives = rng.sample(found["positive"], min(per_question, len(found["positive"])))
     chosen_negatives = rng.sample(found["negative"], min(len(chosen_positives), len(found["negative"])))
@@ -157,7 +166,9 @@ def build_pairs(
                 break
             read += 1
             hits = index.search(item.question, depth)
-            pairs, counts = question_pairs(item, dataset, hits, positives, rng, per_question, k, min_shared)
+            pairs, counts = question_pairs(
+                item, dataset, hits, positives=positives, rng=rng, per_question=per_question, k=k, min_shared=min_shared
+            )
             labels += counts
             kept += pairs[: None if limit is None else limit - len(kept)]
         report["datasets"][dataset] = {

@@ -34,7 +34,12 @@ def features(tokenizer, pairs: Sequence[JudgePair], max_tokens: int) -> tuple[li
     examples: dict[int, Feature | None] = {}  # id(pair) -> its example, so the output keeps the pairs' order
     for question, asked in by_question.items():
         encoding = encode(
-            tokenizer, [question] * len(asked), [p.page for p in asked], max_tokens, padding=False, return_tensors=None
+            tokenizer,
+            [question] * len(asked),
+            [p.page for p in asked],
+            max_tokens=max_tokens,
+            padding=False,
+            return_tensors=None,
         )
         rows: dict[int, list[int]] = {}
         for row, pair_at in enumerate(encoding["overflow_to_sample_mapping"]):

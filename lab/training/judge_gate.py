@@ -76,7 +76,7 @@ def calibrate_folder(
     judge = AnswerJudge.load(folder)
     card = judge.card
     index, positives, held, _ = dev_setup(cache_dir, card["settings"]["seed"], card["holdout_questions"], say)
-    gate = calibrate_gate(judge, index, positives, held, max_false, say=say)
+    gate = calibrate_gate(judge, index, positives, held=held, max_false=max_false, say=say)
     card = json.loads((folder / JUDGE_CARD).read_text())
     card["gate"] = {**gate, "command": command, "data": f"held-out dev questions ({card['holdout_questions']} a set)"}
     write_card(folder, card)

@@ -157,7 +157,7 @@ def train_reader(
         {d: train for d, (train, _) in split.items()},
         index,
         positives,
-        backend.count_tokens,
+        count_tokens=backend.count_tokens,
         per_kind=max(1, windows_total // (2 * len(TRAIN_DATASETS))),
         page_tokens=settings.page_tokens,
         seed=settings.seed,
@@ -205,5 +205,5 @@ def train_reader(
             "loss": loss_summary(log),
         },
     }
-    save_adapter(out, peft_model, card, log, _readme(card, command), READER_CARD)
+    save_adapter(out, peft_model, card, log=log, readme=_readme(card, command), card_file=READER_CARD)
     return card

@@ -152,13 +152,29 @@ def question_windows(
         mentions = any(positives.is_positive(h.page, item.answers) for h in chunk)
         if not mentions and negative is None:
             target = negative_target(chunk)
-            negative = WindowExample(dataset, item.id, item.question, item.answers, "negative", chunk, None, target)
+            negative = WindowExample(
+                dataset,
+                item.id,
+                item.question,
+                answers=item.answers,
+                kind="negative",
+                hits=chunk,
+                position=None,
+                target=target,
+            )
         elif mentions and positive is None:
             evidence = find_evidence(item.question, chunk, item.answers, page_tokens, count_tokens)
             if evidence:
                 target = positive_target(evidence)
                 positive = WindowExample(
-                    dataset, item.id, item.question, item.answers, "positive", chunk, evidence.position, target
+                    dataset,
+                    item.id,
+                    item.question,
+                    answers=item.answers,
+                    kind="positive",
+                    hits=chunk,
+                    position=evidence.position,
+                    target=target,
                 )
     return positive, negative
 
@@ -186,7 +202,9 @@ def build_examples(
             if kept >= per_kind:
                 break
             hits = index.search(item.question, PAGES_RETRIEVED)
-            positive, negative = question_windows(item, dataset, hits, positives, rng, page_tokens, count_tokens)
+            positive, negative = question_windows(
+                item, dataset, hits, positives=positives, rng=rng, page_tokens=page_tokens, count_tokens=count_tokens
+            )
             if positive and negative:
                 chosen += [positive, negative]
                 kept += 1

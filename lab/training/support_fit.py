@@ -122,7 +122,13 @@ def fit_model(x: np.ndarray, y: np.ndarray, ridge: float = RIDGE) -> SupportMode
     scale = np.where(scale > 1e-9, scale, 1.0)
     weights, bias = fit_logistic((x - mean) / scale, y, ridge)
     return SupportModel(
-        tuple(map(float, weights)), bias, tuple(map(float, mean)), tuple(map(float, scale)), 0.0, None, {}
+        tuple(map(float, weights)),
+        bias,
+        tuple(map(float, mean)),
+        scale=tuple(map(float, scale)),
+        weak=0.0,
+        answered=None,
+        card={},
     )
 
 
@@ -232,7 +238,9 @@ def fit(
         "dev": summary(rows, oof, weak, answered),
     }
     model = fit_model(x, y, ridge)
-    return SupportModel(model.weights, model.bias, model.mean, model.scale, weak, answered, card)
+    return SupportModel(
+        model.weights, model.bias, model.mean, scale=model.scale, weak=weak, answered=answered, card=card
+    )
 
 
 def fit_folder(
@@ -264,7 +272,13 @@ def fit_folder(
         **provenance(),
     }
     model = SupportModel(
-        model.weights, model.bias, model.mean, model.scale, model.weak, model.answered, {**model.card, **about}
+        model.weights,
+        model.bias,
+        model.mean,
+        scale=model.scale,
+        weak=model.weak,
+        answered=model.answered,
+        card={**model.card, **about},
     )
     (folder / SUPPORT_FILE).write_text(json.dumps(model.to_dict(), indent=1) + "\n")
     write_card(folder, json.loads((folder / JUDGE_CARD).read_text()))

@@ -182,7 +182,15 @@ def train_adapt(
                 "loss": loss_curve(log),
             },
         }
-        save_adapter(out / kind, peft_model, card, log, _readme(kind, card), ADAPTER_CARD, BASE_MODEL_ID)
+        save_adapter(
+            out / kind,
+            peft_model,
+            card,
+            log=log,
+            readme=_readme(kind, card),
+            card_file=ADAPTER_CARD,
+            base_model=BASE_MODEL_ID,
+        )
         say(f"{kind}: {len(chosen)} examples, {log.seconds:.0f} s, loss {card['training']['loss']}")
         cards[kind] = card
         del peft_model

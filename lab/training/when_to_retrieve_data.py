@@ -83,13 +83,13 @@ def label_questions(
             dataset,
             item.id,
             item.question,
-            tuple(item.answers),
-            reply,
-            answer_contained(reply, item.answers),
-            context,
-            title,
-            rank,
-            has_answer,
+            answers=tuple(item.answers),
+            base_reply=reply,
+            known=answer_contained(reply, item.answers),
+            context=context,
+            context_title=title,
+            context_rank=rank,
+            context_has_answer=has_answer,
         )
 
 

@@ -64,11 +64,11 @@ def _row(service, item, form: RunForm) -> BenchmarkRow:
         item.question,
         " | ".join(item.answers[:3]),
         answer,
-        bool(answer) and exact_match(answer, item.answers),
-        any(is_positive(h.page.text, item.answers) for h in hits),
-        done.windows_read if done else 0,
-        (done.prompt_tokens + done.completion_tokens) if done else 0,
-        done.seconds if done else 0.0,
+        exact_match=bool(answer) and exact_match(answer, item.answers),
+        answerable=any(is_positive(h.page.text, item.answers) for h in hits),
+        windows_read=done.windows_read if done else 0,
+        tokens=(done.prompt_tokens + done.completion_tokens) if done else 0,
+        seconds=done.seconds if done else 0.0,
     )
 
 

@@ -193,7 +193,7 @@ class LlamaRunner:
             k = qkv[:, q_end:k_end].reshape(rows, self.kv_heads, self.head_dim)
             v = qkv[:, k_end:].reshape(rows, self.kv_heads, self.head_dim)
             q, k = self._rotate(q, cos, sin), self._rotate(k, cos, sin)
-            attended = self._attend(i, q, k, v, requests, spans).reshape(rows, -1)
+            attended = self._attend(i, q, k, v=v, requests=requests, spans=spans).reshape(rows, -1)
             hidden = hidden + self._project(route, attended, out_dense, small.out)
             x = self._rms(layer.post_attention_layernorm, hidden)
             gate_up = self._project(route, x, gate_up_dense, small.gate_up)

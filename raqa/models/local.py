@@ -257,14 +257,14 @@ class TransformersBackend(Backend):
                 cursor,
                 logits,
                 prompt,
-                plan,
-                threshold,
-                max_new_tokens,
-                room,
-                self._ids,
-                lambda ids: self.tokenizer.decode(ids, skip_special_tokens=True),
-                self.stop_ids,
-                self.speed.lookahead,
+                plan=plan,
+                threshold=threshold,
+                max_new_tokens=max_new_tokens,
+                room=room,
+                encode=self._ids,
+                decode=lambda ids: self.tokenizer.decode(ids, skip_special_tokens=True),
+                stop_ids=self.stop_ids,
+                lookahead=self.speed.lookahead,
             )
         finally:
             cursor.close()

@@ -62,9 +62,11 @@ def check_agreement(
         note = f"The judge reads page {page_id} and finds the same answer: {reading.answer!r} ({score_text(reading)})."
         if weak:
             note += " Answers with this little support are often wrong: treat it as unsure."
-        return Grounding(True, note, page_id, sentence, reading.sentence, reading.support, weak)
+        return Grounding(
+            True, note, page_id, sentence=sentence, passage=reading.sentence, support=reading.support, weak=weak
+        )
     note = f"Page {page_id} says {reading.answer!r}, not {reply.answer!r} (the judge's reading)."
-    return Grounding(False, note, page_id, sentence, reading.sentence, reading.support)
+    return Grounding(False, note, page_id, sentence=sentence, passage=reading.sentence, support=reading.support)
 
 
 def is_weak(reading: JudgeReading, settings: RunSettings) -> bool:

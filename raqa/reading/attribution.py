@@ -76,20 +76,11 @@ def attribute(question: str, verdict: WindowVerdict, backend: Backend, settings:
     effects = tuple(
         SentenceEffect(page_id, number, lp) for (page_id, number), lp in zip(shown, by_sentence, strict=True)
     )
-    finding, summary = explain(answer, full, effects, without_page, no_pages, cited, verdict.reply.sentence)
-    return Attribution(
-        verdict.window,
-        answer,
-        full,
-        effects,
-        without_page,
-        no_pages,
-        cited,
-        verdict.reply.sentence,
-        finding,
-        summary,
-        time.perf_counter() - start,
-    )
+    measured = dict(without_page=without_page, without_pages=no_pages, cited_page=cited)
+    measured |= dict(sentences=effects, cited_sentence=verdict.reply.sentence)
+    finding, summary = explain(answer, full, **measured)
+    seconds = time.perf_counter() - start
+    return Attribution(verdict.window, answer, full, **measured, finding=finding, summary=summary, seconds=seconds)
 
 
 def shown_p(logprob: float) -> str:
@@ -112,9 +103,9 @@ def _times(before: float, after: float) -> str:
 def explain(
     answer: str,
     full: float,
-    effects: tuple[SentenceEffect, ...],
+    sentences: tuple[SentenceEffect, ...],
     without_page: float | None,
-    no_pages: float,
+    without_pages: float,
     cited_page: str | None,
     cited_sentence: int | None,
 ) -> tuple[Finding, str]:
@@ -126,12 +117,12 @@ def explain(
         'Removing sentence 2 of page 7 lowers the probability of "Paris" from 0.81 to 0.02 (40 times less likely): the answer comes from it, the sentence the model cited.'
     """
     p = shown_p(full)
-    if no_pages >= full - MATTERS:
+    if without_pages >= full - MATTERS:
         return "memory", (
             f'No page is needed: with no page at all the model still gives "{answer}" with probability '
-            f"{shown_p(no_pages)} (with the window: {p}): from memory."
+            f"{shown_p(without_pages)} (with the window: {p}): from memory."
         )
-    top = max(effects, key=lambda e: full - e.logprob, default=None)
+    top = max(sentences, key=lambda e: full - e.logprob, default=None)
     if top is not None and full - top.logprob >= MATTERS:
         cited = top.page_id == cited_page and top.sentence == cited_sentence
         which = "the sentence the model cited" if cited else "not the sentence the model cited"
@@ -146,7 +137,7 @@ def explain(
         )
     return "spread", (
         f'Leaving out any one sentence{" or the cited page" if cited_page else ""} keeps "{answer}" about as likely '
-        f"(it is {p} with the window, {shown_p(no_pages)} with no page): no single piece carries it."
+        f"(it is {p} with the window, {shown_p(without_pages)} with no page): no single piece carries it."
     )
 
 

@@ -12,6 +12,7 @@ What is left out here: anything about display (web/render.py) and scoring agains
 
 from __future__ import annotations
 
+import functools
 import time
 from collections import deque
 from collections.abc import Iterator, Sequence
@@ -103,9 +104,9 @@ def prompt(
         question,
         in_reading_order(hits, settings),
         settings.page_tokens,
-        backend.count_tokens,
-        DEMONSTRATIONS[: settings.shots],
-        leave_out,
+        count_tokens=backend.count_tokens,
+        shots=DEMONSTRATIONS[: settings.shots],
+        leave_out=leave_out,
     )
 
 
@@ -265,10 +266,11 @@ def run(
     # the judge reads every retrieved page once, so each page's support can weigh what the other pages say
     ranked = dict(zip((h.page.id for h in hits), judge.read_ranked(question, hits), strict=True)) if judge else None
     verdicts: list[WindowVerdict] = []
+    read = functools.partial(read_window, backend=backend, settings=settings, judge=judge, grader=grader)
     for number, window in enumerate(plan, start=1):
         readings = tuple(ranked[h.page.id] for h in window) if ranked is not None else None
         try:
-            for event in read_window(question, window, number, len(plan), backend, settings, judge, readings, grader):
+            for event in read(question, window, number, len(plan), readings=readings):
                 yield event
                 if isinstance(event, WindowVerdict):
                     verdicts.append(event)
@@ -319,7 +321,7 @@ def run_to_final(
     grader: Grader | None = None,
 ) -> Final | RunFailed:
     """The batch form of run(): only the last event."""
-    (last,) = deque(run(question, index, backend, settings, judge, grader), maxlen=1)
+    (last,) = deque(run(question, index, backend, settings=settings, judge=judge, grader=grader), maxlen=1)
     return last
 
 
@@ -332,5 +334,7 @@ def window_verdict(
     grader: Grader | None = None,
 ) -> WindowVerdict:
     """One window read on its own (as window 1 of 1): its verdict event."""
-    events = read_window(question, tuple(window), 1, 1, backend, settings, judge, grader=grader)
+    events = read_window(
+        question, tuple(window), 1, of=1, backend=backend, settings=settings, judge=judge, grader=grader
+    )
     return next(e for e in events if isinstance(e, WindowVerdict))

@@ -25,6 +25,7 @@ readers that have a grader.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from dataclasses import dataclass
@@ -104,12 +105,14 @@ class Grader:
         sentence, passage = (lexical.sentence, lexical.passage) if lexical.page_id == page.id else (None, None)
         if p_yes < self.weak:
             note = f"Asked whether page {page.id} states {reply.answer!r}, the grader says no (P(yes) = {p_yes:.2f})."
-            return Grounding(False, note, page.id, sentence, passage if lexical.supported else None, p_yes)
+            return Grounding(
+                False, note, page.id, sentence=sentence, passage=passage if lexical.supported else None, support=p_yes
+            )
         weak = self.answered is None or p_yes < self.answered
         note = f"Asked whether page {page.id} states {reply.answer!r}, the grader says yes (P(yes) = {p_yes:.2f})."
         if weak:
             note += " Not sure enough to vouch for it: check it yourself."
-        return Grounding(True, note, page.id, sentence, passage, p_yes, weak)
+        return Grounding(True, note, page.id, sentence=sentence, passage=passage, support=p_yes, weak=weak)
 
 
 def yes_probability(probabilities: dict[str, float] | None) -> float:
@@ -151,3 +154,9 @@ def load_thresholds(path: Path = GRADER_FILE) -> tuple[float, float | None]:
         if not isinstance(value, (int, float)) or isinstance(value, bool) or not (0 <= value <= 1) or math.isnan(value):
             raise ValueError(f"{path}: {name!r} must be a number from 0 to 1, got {value!r}.")
     return float(weak), None if answered is None else float(answered)
+
+
+@functools.cache
+def shipped_thresholds() -> tuple[float, float | None]:
+    """The shipped calibration's cuts (assets/grader/grader.json), read once per process, not once per run."""
+    return load_thresholds()

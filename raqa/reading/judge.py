@@ -258,7 +258,7 @@ class AnswerJudge:
             except SupportError as e:
                 raise ModelError(str(e)) from None
         threshold, max_tokens = float(card.get("threshold", 0.5)), int(card.get("max_tokens", JUDGE_MAX_TOKENS))
-        return cls(model, tokenizer, threshold, max_tokens, card, support)
+        return cls(model, tokenizer, threshold, max_tokens=max_tokens, card=card, support=support)
 
     def gate(self, window: int) -> float:
         """The model + judge reader's threshold for windows of this many pages: with a support model, its Weak

@@ -47,7 +47,9 @@ def judge_reply(
         reply = ParsedReply("answer", raw, reading.answer, page.id, number)
         weak = is_weak(reading, settings)
         note = f"The judge's own answer, read from page {page.id} ({score_text(reading)})."
-        return reply, Grounding(True, note, page.id, number, reading.sentence, reading.support, weak)
+        return reply, Grounding(
+            True, note, page.id, sentence=number, passage=reading.sentence, support=reading.support, weak=weak
+        )
     unasked = "" if settings.reader_mode == "judge" else "; the model was not asked"
     reason = (
         f"The answer judge finds no answer on these pages: its best is {score_text(reading)} on page {page.id}, "

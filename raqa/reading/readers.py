@@ -99,9 +99,9 @@ def load_reader(folder: Path) -> Reader:
         name=folder.name,
         label=label.strip(),
         adapter=folder,
-        answer_threshold=_number(card, record, "answer_threshold", 0.0, 1.0, whole=False),
-        shots=_number(card, record, "shots", 0, len(DEMONSTRATIONS), whole=True),
-        page_tokens=_number(card, record, "page_tokens", 16, 4096, whole=True),
+        answer_threshold=_number(card, record, "answer_threshold", lo=0.0, hi=1.0, whole=False),
+        shots=_number(card, record, "shots", lo=0, hi=len(DEMONSTRATIONS), whole=True),
+        page_tokens=_number(card, record, "page_tokens", lo=16, hi=4096, whole=True),
     )
 
 

@@ -184,10 +184,10 @@ class SupportModel:
             vectors["weights"],
             float(data["bias"]),
             vectors["mean"],
-            vectors["scale"],
-            float(data["weak"]),
-            None if answered is None else float(answered),
-            {k: v for k, v in data.items() if k not in known},
+            scale=vectors["scale"],
+            weak=float(data["weak"]),
+            answered=None if answered is None else float(answered),
+            card={k: v for k, v in data.items() if k not in known},
         )
 
     @classmethod

@@ -92,7 +92,16 @@ def run_events_api(service: Service, gate: VisitorGate | None) -> None:
         retrieval: str = RunSettings.retrieval,
     ) -> Iterator[dict]:
         """One run's events as JSON dicts, streamed (the same events `python -m raqa ask --json` prints)."""
-        form = page_form(strategy, order, window, k, grounded_only, rationale, reader, retrieval)
+        form = page_form(
+            strategy,
+            order,
+            window,
+            k=k,
+            grounded_only=grounded_only,
+            rationale=rationale,
+            reader=reader,
+            retrieval=retrieval,
+        )
         yield from events_live(request, question, form)
 
     gr.api(events_here, api_name="run_events", concurrency_id=RUNS, concurrency_limit=RUNS_ADMITTED)

@@ -27,12 +27,11 @@ from raqa.web.ask_tab import STRATEGY_LABELS, ask, page_form, recording_for, rep
 from raqa.web.compare import CHOSEN
 from raqa.web.compare_controls import compare_controls
 from raqa.web.examples import load_examples
-from raqa.web.export import temporary_folder, write_exports
 from raqa.web.figures_run import message_figure
 from raqa.web.flags import flag_row
 from raqa.web.lessons import LessonStep, load_lessons
 from raqa.web.links import LINK_JS, form_from_link
-from raqa.web.page_runs import NewestRun
+from raqa.web.page_runs import NewestRun, with_downloads
 from raqa.web.page_text import badge_legend, grader_legend
 from raqa.web.recordings import RECORDINGS_DIR
 from raqa.web.render import MARK_AFTER_STOP_JS, MARK_STOPPED_JS, RunView, esc, failed_html
@@ -75,11 +74,13 @@ def ask_view(demo: gr.Blocks, service: Service, recordings_dir: Path = RECORDING
     recordings, page_of = usable_recordings(service, recordings_dir), page_lookup(service.pages)
     answers, windows, *_, download_json, download_md = tab.outputs
     newest = NewestRun()  # every event writing the run's outputs: a new one replaces the page's earlier one
-    why_controls(demo, service, page_of, gate, newest, windows, download_json, download_md)
+    why_controls(demo, service, page_of, gate=gate, newest=newest, shown=(windows, download_json, download_md))
 
     def replay_form(question, form: RunForm):
         record: list[dict] = []
-        yield from with_downloads(replay(service, recordings, page_of, question, form, record=record), record)
+        yield from with_downloads(
+            replay(service, recordings, page_of, question=question, form=form, record=record), record
+        )
 
     def replay_here(question, *values):
         yield from replay_form(question, page_form(*values))
@@ -90,7 +91,7 @@ def ask_view(demo: gr.Blocks, service: Service, recordings_dir: Path = RECORDING
         tab.examples.load_input_event.then(replay_newest, tab.form, tab.outputs, **REPLAYED),
         _lessons(tab, steps, replay_form, newest),
     ]
-    _links(demo, service, tab, defaults, recordings, replay_form, newest)
+    _links(demo, service, tab, defaults=defaults, recordings=recordings, replay_form=replay_form, newest=newest)
     stoppable += _runs(service, tab, gate, newest)
     # Stop marks what was being read at once, and again once each cancel has settled (Gradio runs a cancelled
     # event's .then then): an update the run sent before the cancel can land after Stop's first mark.
@@ -116,35 +117,6 @@ def form_values(question: str, form: RunForm) -> list:
     return [question, strategy, *values]
 
 
-def with_downloads(runs: Iterator[tuple], record: list[dict]):
-    """A run's outputs, its downloads hidden (and emptied) while it runs and set on its last output.
-
-    subtle: the downloads come with the last output, not in an update of their own after it, which had to repeat the
-    answer (an API client's result is the last update) and, runs being read at once (a batching model), could land on
-    the answer of a run clicked the moment this one's answer showed. So an output that follows the end of a run (a
-    final or failed event) is held until the next comes (a comparison's second run) or the stream stops, at once.
-    """
-    hidden = (gr.DownloadButton(value=None, visible=False), gr.DownloadButton(value=None, visible=False))
-    buttons = hidden  # the run's first output empties the last run's downloads; later outputs leave them
-    last, held = None, False
-    for outputs in runs:
-        if held:
-            yield (*last, *buttons)
-            buttons = (gr.skip(), gr.skip())
-        last, held = outputs, bool(record) and record[-1]["type"] in ("final", "run_failed")
-        if not held:
-            yield (*last, *buttons)
-            buttons = (gr.skip(), gr.skip())
-    if last is None:
-        return
-    if any(event["type"] == "final" for event in record):
-        # held is False only after an internal error's message, which then comes twice, the second with the downloads
-        with temporary_folder("raqa-run-") as folder:
-            yield (*last, *(gr.DownloadButton(value=str(path), visible=True) for path in write_exports(record, folder)))
-    elif held:
-        yield (*last, *buttons)
-
-
 def _runs(service: Service, tab: AskTab, gate: VisitorGate | None, newest: NewestRun) -> list:
     """Run and Enter: a live run (two with a comparison), behind the visitor gate, replacing the page's earlier run;
     returns the two events."""
@@ -154,7 +126,7 @@ def _runs(service: Service, tab: AskTab, gate: VisitorGate | None, newest: Newes
         compare, run_b = (values[8], values[9:]) if len(values) > 8 else (None, ())
         b = form.replace(**dict(zip(CHOSEN, run_b, strict=True))) if len(run_b) == len(CHOSEN) else None
         record: list[dict] = []
-        yield from with_downloads(ask(service, question, form, record, compare, b), record)
+        yield from with_downloads(ask(service, question, form, record=record, compare=compare, run_b=b), record)
 
     def refused(message: str) -> tuple:
         return (failed_html(message), *[gr.skip()] * 6)
@@ -262,7 +234,16 @@ def _layout(service: Service, steps: list[LessonStep], defaults: RunSettings) ->
         with gr.Column(scale=2):
             settings = _settings(service, choices, defaults)
     outputs = _results(service)
-    return AskTab([question, *settings], outputs, [compare, *run_b], buttons, link, examples, lesson, lesson_text)
+    return AskTab(
+        [question, *settings],
+        outputs,
+        [compare, *run_b],
+        buttons=buttons,
+        link=link,
+        examples=examples,
+        lesson=lesson,
+        lesson_text=lesson_text,
+    )
 
 
 def _settings(service: Service, choices: list[tuple[str, str]], defaults: RunSettings) -> list:

@@ -57,7 +57,9 @@ def page_form(
     """
     names = {label: name for name, label in STRATEGY_LABELS.items()}
     name = names.get(strategy, strategy) if isinstance(strategy, str) else strategy
-    return RunForm(name, order, window, k, grounded_only, rationale, reader, retrieval)
+    return RunForm(
+        name, order, window, k=k, grounded_only=grounded_only, rationale=rationale, reader=reader, retrieval=retrieval
+    )
 
 
 def _strategies(form: RunForm) -> tuple[str, ...]:

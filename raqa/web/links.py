@@ -67,11 +67,11 @@ def form_from_link(
     values = {field: getattr(defaults, field) for field in (*FIELDS.values(), *LINK_SWITCHES.values())}
     for name, field in FIELDS.items():
         if name in params:
-            values[field] = _validated(name, field, params[name], values, limits, problems)
+            values[field] = _validated(name, field, params[name], values=values, limits=limits, problems=problems)
     for name, field in LINK_SWITCHES.items():
         if name in params:
             flag = FLAG_TEXT.get(params[name].lower(), params[name])
-            values[field] = _validated(name, field, flag, values, limits, problems)
+            values[field] = _validated(name, field, flag, values=values, limits=limits, problems=problems)
     reader = params.get("reader")
     if reader is not None and reader not in readers:
         problems.append(f"reader={reader!r} is not one of {', '.join(readers)}")

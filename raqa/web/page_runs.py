@@ -5,7 +5,8 @@ Gradio each click is its own event writing to the same components, and two runs 
 without this, the earlier run's updates kept landing and could end on top of the newer run's answer. So every
 event that writes a tab's run outputs (Run, Enter, a replay, a lesson step, "Why this answer?") goes through one
 `NewestRun` for that tab: a new run first waits, at most WAIT_S, for the page's earlier run to stop, which it does at
-its next output, without sending it; a run overtaken while it waits never starts.
+its next output, without sending it; a run overtaken while it waits never starts. `with_downloads` sets the run's
+downloads on its last output.
 
 A page is its Gradio session (`request.session_hash`). API clients are left alone: `gradio_client` marks its calls
 with the header x-gradio-user (one Client shares one session across its jobs, and each job returns its own result).
@@ -16,9 +17,11 @@ from __future__ import annotations
 import itertools
 import threading
 from collections import Counter
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Iterator
 
 import gradio as gr
+
+from raqa.web.export import temporary_folder, write_exports
 
 WAIT_S = 60.0  # the longest a new run waits for the page's earlier run to stop (one window read, at most)
 API_CLIENTS = ("api", "mcp")  # x-gradio-user of gradio_client and of Gradio's MCP server
@@ -101,3 +104,32 @@ class NewestRun:
                 self.finish(session, ticket)
 
         return newest
+
+
+def with_downloads(runs: Iterator[tuple], record: list[dict]):
+    """A run's outputs, its downloads hidden (and emptied) while it runs and set on its last output.
+
+    subtle: the downloads come with the last output, not in an update of their own after it, which had to repeat the
+    answer (an API client's result is the last update) and, runs being read at once (a batching model), could land on
+    the answer of a run clicked the moment this one's answer showed. So an output that follows the end of a run (a
+    final or failed event) is held until the next comes (a comparison's second run) or the stream stops, at once.
+    """
+    hidden = (gr.DownloadButton(value=None, visible=False), gr.DownloadButton(value=None, visible=False))
+    buttons = hidden  # the run's first output empties the last run's downloads; later outputs leave them
+    last, held = None, False
+    for outputs in runs:
+        if held:
+            yield (*last, *buttons)
+            buttons = (gr.skip(), gr.skip())
+        last, held = outputs, bool(record) and record[-1]["type"] in ("final", "run_failed")
+        if not held:
+            yield (*last, *buttons)
+            buttons = (gr.skip(), gr.skip())
+    if last is None:
+        return
+    if any(event["type"] == "final" for event in record):
+        # held is False only after an internal error's message, which then comes twice, the second with the downloads
+        with temporary_folder("raqa-run-") as folder:
+            yield (*last, *(gr.DownloadButton(value=str(path), visible=True) for path in write_exports(record, folder)))
+    elif held:
+        yield (*last, *buttons)

@@ -123,17 +123,8 @@ def when_to_retrieve_view(
         evaluation_figures(results, results_dir)
 
 
-def live_pipeline(
-    service: Service, record: dict | None, examples: list[str], recordings_dir: Path, gate: VisitorGate | None
-) -> None:
-    """Question, policy, threshold and reader; the run streamed step by step; examples replay their recordings."""
-    tuned = tuned_thresholds(record)
-    gr.HTML(
-        '<h3 class="raqa-section">Both papers in one run</h3><p class="raqa-meta">The model first answers from '
-        "memory; a policy reads how sure it is and decides: keep that answer, or retrieve and read the iterative "
-        "windows. After retrieving, only a page's answer counts: no window with an answer the reader stands by "
-        "ends in <i>I don't know</i>.</p>"
-    )
+def _pipeline_controls(service: Service, tuned: dict) -> tuple:
+    """The pipeline's question, decision policy, threshold and reader."""
     with gr.Row():
         question = gr.Textbox(
             label="Question",
@@ -167,6 +158,21 @@ def live_pipeline(
         visible=len(choices) > 1,
         elem_id="raqa-pipe-reader",
     )
+    return question, policy, threshold, reader
+
+
+def live_pipeline(
+    service: Service, record: dict | None, examples: list[str], recordings_dir: Path, gate: VisitorGate | None
+) -> None:
+    """Question, policy, threshold and reader; the run streamed step by step; examples replay their recordings."""
+    tuned = tuned_thresholds(record)
+    gr.HTML(
+        '<h3 class="raqa-section">Both papers in one run</h3><p class="raqa-meta">The model first answers from '
+        "memory; a policy reads how sure it is and decides: keep that answer, or retrieve and read the iterative "
+        "windows. After retrieving, only a page's answer counts: no window with an answer the reader stands by "
+        "ends in <i>I don't know</i>.</p>"
+    )
+    question, policy, threshold, reader = _pipeline_controls(service, tuned)
     button = gr.Button("Run the pipeline", variant="primary", elem_id="raqa-pipe-run")
     example_list = gr.Examples(
         examples, inputs=question, label="Examples (a click replays a recorded run)", elem_id="raqa-pipe-examples"
@@ -192,7 +198,9 @@ def live_pipeline(
     page_of = page_lookup(service.pages)
 
     def replay(question_, policy_, threshold_, reader_=None):
-        yield from replay_pipeline(service, recordings, page_of, question_, policy_, threshold_, reader_)
+        yield from replay_pipeline(
+            service, recordings, page_of, question=question_, policy=policy_, threshold=threshold_, reader=reader_
+        )
 
     # a replay uses no model: it is not queued behind live runs
     example_list.load_input_event.then(

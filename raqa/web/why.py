@@ -94,9 +94,11 @@ def explain_window(service, page_of, value, run_file) -> Iterator[tuple]:
         yield view.windows_html(), gr.DownloadButton(value=str(as_json)), gr.DownloadButton(value=str(as_md))
 
 
-def why_controls(demo: gr.Blocks, service, page_of, gate, newest, windows, download_json, download_md) -> None:
+def why_controls(demo: gr.Blocks, service, page_of, gate, newest, shown: tuple) -> None:
     """The hidden box and button the windows' "Why this answer?" buttons drive, and the listener that links them;
-    newest (page_runs.NewestRun) is the run outputs' own: a new run replaces an attribution being worked out."""
+    newest (page_runs.NewestRun) is the run outputs' own: a new run replaces an attribution being worked out; shown
+    is the outputs it writes (windows, download_json, download_md)."""
+    windows, download_json, download_md = shown
     box = gr.Textbox(elem_id="raqa-why-window", elem_classes=["raqa-hidden"], show_label=False, container=False)
     go = gr.Button("why", elem_id="raqa-why-go", elem_classes=["raqa-hidden"])
 

@@ -102,9 +102,11 @@ def decide_retrieval(policy: str, signals: Mapping[str, float], threshold: float
     """
     check_policy(policy, threshold)
     if policy == "never":
-        return RetrievalDecided(policy, False, None, None, None, "never retrieves: answer from memory")
+        return RetrievalDecided(
+            policy, False, None, confidence=None, threshold=None, reason="never retrieves: answer from memory"
+        )
     if policy == "always":
-        return RetrievalDecided(policy, True, None, None, None, "always retrieves")
+        return RetrievalDecided(policy, True, None, confidence=None, threshold=None, reason="always retrieves")
     signal = POLICY_SIGNAL[policy]
     confidence = signals[signal]
     if policy == "adapt":
@@ -112,11 +114,11 @@ def decide_retrieval(policy: str, signals: Mapping[str, float], threshold: float
         retrieve = p_ret >= limit
         relation, action = ("at or above", "retrieve") if retrieve else ("below", "answer from memory")
         reason = f"P(<RET>) {p_ret:.3f} is {relation} {limit:.3f}: {action}"
-        return RetrievalDecided(policy, retrieve, signal, confidence, 1.0 - limit, reason)
+        return RetrievalDecided(policy, retrieve, signal, confidence=confidence, threshold=1.0 - limit, reason=reason)
     retrieve = confidence < threshold
     relation, action = ("below", "retrieve") if retrieve else ("at or above", "answer from memory")
     reason = f"{SIGNAL_TITLES[signal]} {confidence:.3f} is {relation} {threshold:.3f}: {action}"
-    return RetrievalDecided(policy, retrieve, signal, confidence, threshold, reason)
+    return RetrievalDecided(policy, retrieve, signal, confidence=confidence, threshold=threshold, reason=reason)
 
 
 def ending(final: Final | RunFailed | None) -> tuple[str | None, Source, str]:

@@ -79,16 +79,15 @@ def read_top_page(question: str, model: AdaptModel, search: Search, adapter: str
     window = dict(window=1, page_id=hits[0].page.id, passage=context, windows_read=1, pages_read=1)
     tokens = dict(prompt_tokens=prompt, completion_tokens=model.count_tokens(answer), topk_prompt_tokens=prompt)
     seconds = time.perf_counter() - start
-    yield Final(
-        question, "topk", "forward", answer or None, not answer, verdict, None, **window, **tokens, seconds=seconds
-    )
+    outcome = dict(answer=answer or None, abstained=not answer, verdict=verdict, supported=None)
+    yield Final(question, "topk", "forward", **outcome, **window, **tokens, seconds=seconds)
 
 
 def ret_token(answer: str, signals) -> RetrievalDecided:
     """Adapt-LLM's own decision: retrieve when its reply to the parametric prompt holds <RET>."""
-    if asks_retrieval(answer):
-        return RetrievalDecided("adapt", True, "not_ret", signals["not_ret"], None, f"asked for retrieval with {RET}")
-    return RetrievalDecided("adapt", False, "not_ret", signals["not_ret"], None, "answered from memory")
+    retrieve = asks_retrieval(answer)
+    reason = f"asked for retrieval with {RET}" if retrieve else "answered from memory"
+    return RetrievalDecided("adapt", retrieve, "not_ret", confidence=signals["not_ret"], threshold=None, reason=reason)
 
 
 def by_popularity(popularity: Popularity | None) -> Decide:
@@ -96,12 +95,16 @@ def by_popularity(popularity: Popularity | None) -> Decide:
     if pop.value is None or pop.threshold is None:
         missing = "no popularity is known for this question" if pop.value is None else "no threshold was tuned"
         reason = f"cannot decide: {missing} (needs PopQA-format data with s_pop)"
-        undecided = RetrievalDecided("popularity", None, "popularity", pop.value, None, reason)
+        undecided = RetrievalDecided(
+            "popularity", None, "popularity", confidence=pop.value, threshold=None, reason=reason
+        )
         return lambda answer, signals: undecided
     retrieve = pop.value < pop.threshold
     relation = "below" if retrieve else "at or above"
     reason = f"popularity {pop.value:g} is {relation} the threshold {pop.threshold:g}"
-    decided = RetrievalDecided("popularity", retrieve, "popularity", pop.value, pop.threshold, reason)
+    decided = RetrievalDecided(
+        "popularity", retrieve, "popularity", confidence=pop.value, threshold=pop.threshold, reason=reason
+    )
     return lambda answer, signals: decided
 
 
