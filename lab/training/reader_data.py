@@ -16,6 +16,7 @@ clean positives nor clean negatives, so they are skipped.
 
 from __future__ import annotations
 
+import functools
 import random
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -148,34 +149,16 @@ def question_windows(
     chunks = windows(hits, size, rng.choice(("forward", "backward")))
     rng.shuffle(chunks)
     positive = negative = None
+    example = functools.partial(WindowExample, dataset, item.id, item.question, answers=item.answers)
     for chunk in chunks:
         mentions = any(positives.is_positive(h.page, item.answers) for h in chunk)
         if not mentions and negative is None:
-            target = negative_target(chunk)
-            negative = WindowExample(
-                dataset,
-                item.id,
-                item.question,
-                answers=item.answers,
-                kind="negative",
-                hits=chunk,
-                position=None,
-                target=target,
-            )
+            negative = example(kind="negative", hits=chunk, position=None, target=negative_target(chunk))
         elif mentions and positive is None:
             evidence = find_evidence(item.question, chunk, item.answers, page_tokens, count_tokens)
             if evidence:
                 target = positive_target(evidence)
-                positive = WindowExample(
-                    dataset,
-                    item.id,
-                    item.question,
-                    answers=item.answers,
-                    kind="positive",
-                    hits=chunk,
-                    position=evidence.position,
-                    target=target,
-                )
+                positive = example(kind="positive", hits=chunk, position=evidence.position, target=target)
     return positive, negative
 
 
