@@ -14,7 +14,7 @@ import json
 import math
 from collections.abc import Iterable, Mapping
 
-from lab.evaluation.attribution_eval import attribution_markdown as attribution_table
+from lab.evaluation.attribution_eval import attribution_markdown
 from lab.records import ROOT
 from raqa.when_to_retrieve.pipeline import PIPELINE_TITLES
 from raqa.when_to_retrieve.uncertainty import SIGNAL_TITLES
@@ -62,7 +62,7 @@ def attribution() -> str:
         [
             made_by(path, record),
             "",
-            attribution_table(r),
+            attribution_markdown(r),
             "",
             f"Cost, measured in the same run: {cost['value']:.1f} s a window on average [{cost['low']:.1f}, "
             f"{cost['high']:.1f}] (n = {cost['n']}), at most {longest:.1f} s.",
