@@ -12,13 +12,13 @@ import pytest
 torch = pytest.importorskip("torch")
 from transformers import LlamaConfig, LlamaForCausalLM  # noqa: E402
 
+from lab.training.loop import Schedule, learning_rate  # noqa: E402
 from lab.training.lora import (  # noqa: E402
     ADAPT_LORA,
     READER_LORA,
     Example,
     LoraSettings,
     encode_example,
-    learning_rate,
     left_padded,
     micro_batches,
     save_adapter,
@@ -138,9 +138,9 @@ def test_each_epoch_sees_every_example_once_in_steps_of_the_batch():
 
 
 def test_the_learning_rate_warms_up_then_decays_linearly_to_zero():
-    flat = replace(ADAPT_LORA, lr=1.0)
+    flat = Schedule(lr=1.0)
     assert learning_rate(0, 4, flat) == 1.0 and learning_rate(3, 4, flat) == 0.25
-    warm = replace(ADAPT_LORA, lr=1.0, warmup_steps=2)
+    warm = Schedule(lr=1.0, warmup_steps=2)
     assert [learning_rate(s, 6, warm) for s in range(6)] == [0.5, 1.0, 1.0, 0.75, 0.5, 0.25]
 
 

