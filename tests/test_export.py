@@ -26,6 +26,7 @@ def test_the_report_has_question_settings_windows_and_totals(tiny_index, tiny_pa
     assert "window 2" in report and "k 4" in report  # the settings
     assert "### Window 1:" in report and "    ANSWER: Leonardo da Vinci" in report
     assert "## Result" in report and "**Answer:** Leonardo da Vinci" in report
+    assert "1 window and 2 pages read;" in report  # counted in the singular or plural as they are
     as_json, as_md = write_exports(events, tmp_path / "out")
     assert json.loads(as_json.read_text(encoding="utf-8")) == events
     assert as_md.read_text(encoding="utf-8") == report
@@ -36,6 +37,7 @@ def test_a_declined_run_reports_answer_not_found(tiny_index) -> None:
     report = markdown_report(_events(tiny_index, "NOT FOUND"))
     assert "**Answer:** answer not found (Not found)" in report
     assert report.count("### Window") == 2  # 4 pages, w=2
+    assert "2 windows and 4 pages read;" in report
 
 
 def test_markup_from_pages_and_models_is_escaped() -> None:

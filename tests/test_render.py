@@ -53,7 +53,13 @@ def test_answer_card_shows_answer_page_and_highlighted_sentence():
     assert view.final.verdict == "answered"
     answer = view.answer_html()
     assert "Africa" in answer and "from page p1" in answer and "raqa-answered" in answer
+    assert "1 window, 2 pages," in answer  # counted in the singular or plural as they are
     assert '<mark class="raqa-evidence">Zebras live in Africa.</mark>' in view.windows_html()
+
+
+def test_one_page_read_is_counted_in_the_singular():
+    view = _view(_pages("x"), ["ANSWER: Africa\nPAGE: p1\nSENTENCE: 1"], window=1, k=5)
+    assert "1 window, 1 page," in view.answer_html()
 
 
 def test_unsupported_answer_is_flagged_as_invented():
@@ -67,7 +73,7 @@ def test_not_found_and_unparseable_windows():
     html = view.windows_html()
     assert "raqa-unparseable" in html and "did not follow the format" in html
     assert "raqa-not-found" in html and "Reason: nothing here" in html
-    assert "Answer not found" in view.answer_html()
+    assert "Answer not found" in view.answer_html() and "2 windows, 2 pages," in view.answer_html()
     # the newest window is drawn first
     assert html.index('data-window="2"') < html.index('data-window="1"')
 

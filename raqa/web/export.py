@@ -98,7 +98,8 @@ def markdown_report(events: Sequence[dict]) -> str:
             "",
             f"**Answer:** {answer} ({VERDICT_WORDS.get(final['verdict'], final['verdict'])})",
             "",
-            f"{final['windows_read']} windows and {final['pages_read']} pages read; {final['prompt_tokens']} "
+            f"{final['windows_read']} window{'s' * (final['windows_read'] != 1)} and {final['pages_read']} "
+            f"page{'s' * (final['pages_read'] != 1)} read; {final['prompt_tokens']} "
             f"prompt tokens and {final['completion_tokens']} reply tokens (one Top-K prompt over the same pages: "
             f"{final['topk_prompt_tokens']}); {final['seconds']:.1f} s.",
             "",

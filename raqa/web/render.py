@@ -238,7 +238,7 @@ class RunView:
             return f'<div class="raqa-answer"><b>{esc(self.title)}:</b> {badge("reading")} {esc(reading)}</div>'
         f = self.final
         stats = (
-            f"{f.windows_read} window{'s' if f.windows_read != 1 else ''}, {f.pages_read} pages, "
+            f"{f.windows_read} window{'s' * (f.windows_read != 1)}, {f.pages_read} page{'s' * (f.pages_read != 1)}, "
             f"{f.prompt_tokens:,} prompt + {f.completion_tokens:,} completion tokens, {f.seconds:.1f} s"
         )
         if f.answer is None:
